@@ -1,0 +1,8 @@
+"""Allow `python -m kdump`."""
+
+from __future__ import annotations
+
+from kdump.cli import main
+
+if __name__ == "__main__":
+    main()

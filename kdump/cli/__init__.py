@@ -1,0 +1,74 @@
+"""The command line: thin click commands over `kdump.ops`, one module per command."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from kdump import __version__
+from kdump.cli.exit_codes import ExitCode
+from kdump.errors import KdumpError, LogDirLockedError, RefusedError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "--version", prog_name="kdump")
+def cli() -> None:
+    """Forensic dump, verify and repair for Apache Kafka's on-disk logs.
+
+    Exit codes: 0 ok, 1 findings at or above --fail-on (verify) or changes pending (dry run),
+    2 usage error, 3 a path could not be read or written, 4 repair refused (broker lock held).
+
+    \b
+    Shell completion (bash, zsh, fish):
+      eval "$(_KDUMP_COMPLETE=bash_source kdump)"
+    """
+
+
+def _register() -> None:
+    from kdump.cli.dump import dump_command
+
+    cli.add_command(dump_command)
+    for module, name in (
+        ("kdump.cli.verify", "verify_command"),
+        ("kdump.cli.reindex", "reindex_command"),
+        ("kdump.cli.seek", "seek_command"),
+        ("kdump.cli.trim", "trim_command"),
+        ("kdump.cli.restore", "restore_command"),
+    ):
+        try:
+            mod = __import__(module, fromlist=[name])
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        cli.add_command(getattr(mod, name))
+
+
+_register()
+
+
+def main() -> None:
+    """Entry point: run the CLI, mapping kdump's errors to exit codes and hiding tracebacks."""
+    try:
+        cli.main(standalone_mode=True)
+    except BrokenPipeError:
+        # The reader went away (`kdump dump ... | head`): not an error worth a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(ExitCode.OK)
+    except LogDirLockedError as exc:
+        click.echo(f"kdump: refused: {exc}", err=True)
+        sys.exit(ExitCode.REFUSED)
+    except RefusedError as exc:
+        click.echo(f"kdump: refused: {exc}", err=True)
+        sys.exit(ExitCode.REFUSED)
+    except KdumpError as exc:
+        click.echo(f"kdump: {exc}", err=True)
+        sys.exit(ExitCode.UNREADABLE)
+    except Exception as exc:  # a bug: say so briefly; the traceback only on request
+        if os.environ.get("KDUMP_DEBUG"):
+            raise
+        click.echo(f"kdump: internal error: {type(exc).__name__}: {exc} (set KDUMP_DEBUG=1 for a traceback)", err=True)
+        sys.exit(70)

@@ -1,0 +1,48 @@
+"""Exceptions: the environment is unusable, or a pure decoder met bytes it cannot decode.
+
+Bad bytes on disk are never reported to the user as exceptions: `kdump.scan` is the one boundary
+that turns a `DecodeError` into a finding. The other exceptions describe an unusable environment
+(a path that cannot be read, a broker holding the log dir) and map to exit codes in the CLI.
+"""
+
+from __future__ import annotations
+
+
+class KdumpError(Exception):
+    """Root of every exception kdump raises on purpose."""
+
+
+class DecodeError(KdumpError, ValueError):
+    """Bytes that do not decode as the structure asked for (raised by `kdump.formats` only)."""
+
+
+class TruncatedError(DecodeError):
+    """The structure needs more bytes than the buffer holds."""
+
+
+class CorruptFieldError(DecodeError):
+    """A field holds a value the format does not allow."""
+
+
+class UnsupportedMagicError(DecodeError):
+    """A message format (magic byte) outside 0..2."""
+
+
+class CodecError(DecodeError):
+    """A compressed payload that the codec cannot decompress."""
+
+
+class CodecUnavailableError(CodecError):
+    """The library for a codec is missing or failed to import."""
+
+
+class PathError(KdumpError, OSError):
+    """A path that cannot be read or written (exit code 3)."""
+
+
+class LogDirLockedError(KdumpError, PermissionError):
+    """A broker holds the log directory's `.lock` (exit code 4)."""
+
+
+class RefusedError(KdumpError):
+    """A repair that kdump refuses to carry out (exit code 4)."""

@@ -1,0 +1,416 @@
+"""The catalog of findings: every kind of damage or oddity kdump can report, in one place.
+
+A finding is bad (or merely notable) bytes on disk, never an exception. Each code is a stable
+kebab-case identifier, part of kdump's public interface like its exit codes: codes are added,
+never renamed. Each carries a severity, what a broker does when it meets the condition, and the
+kdump command that repairs it. `man/kdump-findings.7` is generated from this table (a test keeps
+them in step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+
+class Severity(IntEnum):
+    """How bad a finding is; ordered so `--fail-on` can compare."""
+
+    INFO = 10
+    WARNING = 20
+    ERROR = 30
+
+    @property
+    def label(self) -> str:
+        """Lower-case name used in text and JSON output."""
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        """Parse `info`, `warning` or `error`."""
+        return cls[text.upper()]
+
+
+@dataclass(frozen=True, slots=True)
+class FindingKind:
+    """What one finding code means."""
+
+    code: str
+    severity: Severity
+    where: str
+    meaning: str
+    broker: str
+    repair: str | None
+
+
+_TRIM = "kdump trim-tail --apply PARTITION"
+_REINDEX = "kdump reindex --apply PARTITION"
+
+_KINDS = [
+    # --- the log: framing and checksums -------------------------------------------------------
+    FindingKind(
+        "crc-mismatch",
+        Severity.ERROR,
+        "log",
+        "A batch's stored checksum differs from the one computed over its bytes (CRC-32C over "
+        "attributes..end for v2, CRC32 over magic..end for v0/v1).",
+        "Recovery truncates the segment at this batch and deletes later unflushed segments; "
+        "fetches of it fail with CorruptRecordException.",
+        _TRIM,
+    ),
+    FindingKind(
+        "partial-trailing-batch",
+        Severity.ERROR,
+        "log",
+        "The file ends inside a batch: an incomplete header, or a length that runs past the end.",
+        "Recovery truncates the incomplete batch silently (`Found N invalid bytes at the end`).",
+        _TRIM,
+    ),
+    FindingKind(
+        "zero-filled-tail",
+        Severity.WARNING,
+        "log",
+        "Zeros where the next batch would start, to the end of the file: preallocation "
+        "(log.preallocate) or a power loss that left unwritten pages.",
+        "Recovery reads a length below 14, treats it as corrupt and truncates the zeros.",
+        _TRIM,
+    ),
+    FindingKind(
+        "invalid-batch-length",
+        Severity.ERROR,
+        "log",
+        "A length field below the minimum for the message format, or one that cannot be right "
+        "because a valid batch starts before the end it claims.",
+        "Recovery stops here and truncates the rest of the segment.",
+        _TRIM,
+    ),
+    FindingKind(
+        "unsupported-magic",
+        Severity.ERROR,
+        "log",
+        "A message format (magic byte) outside 0, 1 and 2.",
+        "Recovery fails the checksum of the entry and truncates the segment there.",
+        _TRIM,
+    ),
+    FindingKind(
+        "skipped-bytes",
+        Severity.ERROR,
+        "log",
+        "Bytes kdump skipped after framing was lost, up to the next plausible batch (magic, length "
+        "and checksum all agree); the offsets in between are lost.",
+        "Recovery truncates at the damage, so every batch after it is lost too: salvage them with "
+        "`kdump dump` first.",
+        _TRIM,
+    ),
+    FindingKind(
+        "offset-regression",
+        Severity.ERROR,
+        "log",
+        "A batch whose base offset is not above the last offset of the batch before it (within a "
+        "segment or across segments).",
+        "Appending an index entry fails with InvalidOffsetException during recovery; the broker "
+        "then empties the whole segment (KAFKA-3919).",
+        "kdump trim-tail --to-offset OFFSET --apply PARTITION",
+    ),
+    FindingKind(
+        "offset-gap",
+        Severity.INFO,
+        "log",
+        "Offsets missing between two batches: normal after compaction, retention of transactions "
+        "or deleted records.",
+        "Nothing: consumers skip the gap.",
+        None,
+    ),
+    FindingKind(
+        "offset-below-base",
+        Severity.ERROR,
+        "log",
+        "A batch offset below the segment's base offset (the number in its file name).",
+        "Reads by offset go to the wrong segment; the index cannot store a negative relative offset.",
+        None,
+    ),
+    FindingKind(
+        "offset-overflow",
+        Severity.ERROR,
+        "log",
+        "A batch offset more than 2^31-1 above the segment's base offset: it does not fit a relative "
+        "offset in the index.",
+        "Recovery raises LogSegmentOffsetOverflowException and splits the segment.",
+        None,
+    ),
+    FindingKind(
+        "segment-base-mismatch",
+        Severity.INFO,
+        "log",
+        "The first batch starts above the base offset in the segment's file name: normal after "
+        "compaction or when records were deleted.",
+        "Nothing.",
+        None,
+    ),
+    FindingKind(
+        "unknown-codec",
+        Severity.ERROR,
+        "log",
+        "A compression id 5-7, which no Kafka version defines.",
+        "Recovery does not notice (the checksum covers it); fetches fail with "
+        "IllegalArgumentException: Unknown compression type id.",
+        None,
+    ),
+    FindingKind(
+        "record-count-mismatch",
+        Severity.ERROR,
+        "log",
+        "The records in a batch disagree with its header: a negative count, more records than its "
+        "offset range holds, or (with --deep) a decoded count that differs from the header's.",
+        "Consumers fail with InvalidRecordException when they iterate the batch.",
+        None,
+    ),
+    FindingKind(
+        "leader-epoch-regression",
+        Severity.WARNING,
+        "log",
+        "A batch whose partition leader epoch is below an earlier batch's (the epoch is not covered "
+        "by the checksum, so a flipped bit shows here).",
+        "Recovery ignores lower epochs when it rebuilds the leader-epoch cache.",
+        None,
+    ),
+    # --- the log with --deep ------------------------------------------------------------------
+    FindingKind(
+        "record-decode-failed",
+        Severity.ERROR,
+        "log (deep)",
+        "Records that do not decode: lengths that run past the batch, bad varints, bytes left over, "
+        "invalid control records or legacy inner messages.",
+        "Consumers fail with InvalidRecordException or CorruptRecordException on this batch.",
+        None,
+    ),
+    FindingKind(
+        "record-offset-invalid",
+        Severity.ERROR,
+        "log (deep)",
+        "A record whose offset is outside its batch's offset range or not above the record before it.",
+        "Consumers see offsets out of order.",
+        None,
+    ),
+    FindingKind(
+        "decompression-failed",
+        Severity.ERROR,
+        "log (deep)",
+        "A compressed payload that does not decompress (the checksum may still match: it covers the "
+        "compressed bytes).",
+        "Consumers fail with KafkaException: Failed to decompress record stream.",
+        None,
+    ),
+    FindingKind(
+        "codec-unavailable",
+        Severity.WARNING,
+        "log (deep)",
+        "The library for this codec is missing or broken here, so the records were not decoded.",
+        "Nothing: this is about kdump's environment, not the data.",
+        None,
+    ),
+    FindingKind(
+        "max-timestamp-mismatch",
+        Severity.WARNING,
+        "log (deep)",
+        "A CreateTime batch whose maxTimestamp is not the largest of its records' timestamps.",
+        "The time index and offset-for-timestamp lookups use the header's value.",
+        None,
+    ),
+    # --- indexes -------------------------------------------------------------------------------
+    FindingKind(
+        "index-missing",
+        Severity.WARNING,
+        "index",
+        "A segment without its .index file.",
+        "On start-up the broker recovers the segment to rebuild it, which can take a long time.",
+        _REINDEX,
+    ),
+    FindingKind(
+        "index-size-invalid",
+        Severity.WARNING,
+        "index",
+        "An index file whose length is not a multiple of its entry size (8 for .index, 12 for "
+        ".timeindex, 34 for .txnindex).",
+        "The index fails Kafka's sanity check; a broker that checks it rebuilds it.",
+        _REINDEX,
+    ),
+    FindingKind(
+        "index-not-monotonic",
+        Severity.WARNING,
+        "index",
+        "Offset index entries whose offsets or positions do not strictly increase, or an offset "
+        "below the segment base.",
+        "Lookups (binary search) land in the wrong place; reads by offset may miss data.",
+        _REINDEX,
+    ),
+    FindingKind(
+        "index-offset-mismatch",
+        Severity.WARNING,
+        "index",
+        "An offset index entry whose lookup would not land at or before the batch holding its "
+        "offset: its position is not a batch start, or the batch there starts after that offset.",
+        "Fetches starting at those offsets read from the wrong place or miss records.",
+        _REINDEX,
+    ),
+    FindingKind(
+        "index-entry-beyond-log",
+        Severity.WARNING,
+        "index",
+        "An index entry that points past the valid end of the log (a stale index after truncation).",
+        "Lookups for those offsets fail or read garbage.",
+        _REINDEX,
+    ),
+    FindingKind(
+        "index-preallocated-tail",
+        Severity.INFO,
+        "index",
+        "A zero-filled preallocated tail of an index: normal for a broker's active segment.",
+        "The broker trims it when the segment rolls or the broker stops cleanly.",
+        None,
+    ),
+    FindingKind(
+        "time-index-missing",
+        Severity.WARNING,
+        "timeindex",
+        "A segment without its .timeindex file.",
+        "The broker creates an empty one without rebuilding it; time lookups then fall back to the "
+        "file's modification time.",
+        _REINDEX,
+    ),
+    FindingKind(
+        "time-index-out-of-order",
+        Severity.WARNING,
+        "timeindex",
+        "Time index entries whose timestamps or offsets do not increase.",
+        "Offset-for-timestamp lookups (consumer resets) return wrong offsets.",
+        _REINDEX,
+    ),
+    FindingKind(
+        "time-index-mismatch",
+        Severity.WARNING,
+        "timeindex",
+        "A time index entry claiming a larger timestamp than any batch up to its offset holds, or "
+        "an offset that is not the last offset of a batch.",
+        "Offset-for-timestamp lookups may skip records.",
+        _REINDEX,
+    ),
+    FindingKind(
+        "time-index-offset-not-found",
+        Severity.WARNING,
+        "timeindex",
+        "A time index entry whose offset is not in the valid log.",
+        "Offset-for-timestamp lookups may return offsets that do not exist.",
+        _REINDEX,
+    ),
+    FindingKind(
+        "txn-index-mismatch",
+        Severity.WARNING,
+        "txnindex",
+        "The .txnindex disagrees with the ABORT markers in the log (entries missing, extra or "
+        "different).",
+        "READ_COMMITTED consumers may deliver aborted records, or drop committed ones.",
+        _REINDEX,
+    ),
+    # --- partition-level -----------------------------------------------------------------------
+    FindingKind(
+        "segment-overlap",
+        Severity.ERROR,
+        "partition",
+        "A segment whose last offset is at or above the next segment's base offset.",
+        "Reads by offset may return duplicated or stale records; the broker's segment map is keyed "
+        "by base offset.",
+        "kdump trim-tail --to-offset OFFSET --apply PARTITION",
+    ),
+    FindingKind(
+        "leftover-file",
+        Severity.WARNING,
+        "partition",
+        "A .swap, .cleaned or .deleted file left by the log cleaner, a segment split or a deletion "
+        "that did not finish.",
+        "On start-up the broker deletes .deleted and .cleaned files and completes .swap renames.",
+        None,
+    ),
+    FindingKind(
+        "orphan-index",
+        Severity.WARNING,
+        "partition",
+        "An index file (.index, .timeindex, .txnindex) without its .log.",
+        "On start-up the broker deletes it (`Found an orphaned index file`).",
+        None,
+    ),
+    FindingKind(
+        "snapshot-corrupt",
+        Severity.WARNING,
+        "partition",
+        "A producer state .snapshot whose checksum, version or length is wrong.",
+        "The broker deletes it and rebuilds producer state from an older snapshot or the log.",
+        None,
+    ),
+    FindingKind(
+        "checkpoint-corrupt",
+        Severity.WARNING,
+        "partition",
+        "A leader-epoch-checkpoint, partition.metadata or log-dir checkpoint that does not parse.",
+        "The broker fails to load the partition or the log dir (KafkaStorageException).",
+        None,
+    ),
+    FindingKind(
+        "leader-epoch-mismatch",
+        Severity.WARNING,
+        "partition",
+        "The leader-epoch-checkpoint disagrees with the leader epochs in the batches: an epoch that "
+        "starts at a different offset, or epochs in the log missing from the checkpoint.",
+        "Followers truncate to the wrong offset after a leader change (KIP-101).",
+        None,
+    ),
+    FindingKind(
+        "unreadable-file",
+        Severity.ERROR,
+        "partition",
+        "A file kdump could not open or read (permissions, I/O error).",
+        "The broker fails to load the log dir.",
+        None,
+    ),
+]
+
+CATALOG: dict[str, FindingKind] = {k.code: k for k in _KINDS}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One finding at one place: code, severity, file, byte position, Kafka offset, message."""
+
+    code: str
+    severity: Severity
+    file: str
+    position: int | None
+    offset: int | None
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> FindingKind:
+        """The catalog entry of this finding's code."""
+        return CATALOG[self.code]
+
+    @property
+    def repair(self) -> str | None:
+        """The kdump command that repairs it, if any."""
+        return CATALOG[self.code].repair
+
+
+def make_finding(
+    code: str,
+    file: str,
+    message: str,
+    *,
+    position: int | None = None,
+    offset: int | None = None,
+    severity: Severity | None = None,
+    **details: Any,
+) -> Finding:
+    """Build a finding of a catalogued code (its severity comes from the catalog)."""
+    kind = CATALOG[code]
+    return Finding(code, severity or kind.severity, file, position, offset, message, details)

@@ -1,0 +1,204 @@
+"""`dump`: stream what is in segments, indexes and state files, as events.
+
+The stream for each file is a `FileStart`, then the scanner's events (batches, records, findings,
+summary) for logs, or `Entry` events for other files. Nothing is buffered beyond one batch, so a
+1 GiB segment streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from kdump.findings import Finding, make_finding
+from kdump.formats.batch import BatchHeader
+from kdump.formats.records import Record
+from kdump.model.log_dir import Target
+from kdump.model.segment import Segment
+from kdump.ops.files import Entry, FileStart, file_kind, segment_base_offset
+from kdump.ops.state_files import dump_state_file
+from kdump.scan.events import Event, ScanSummary
+from kdump.scan.log_scanner import plausible_entry_at, scan_log
+from kdump.scan.source import open_buffer
+
+DumpEvent = Event | FileStart | Entry
+
+
+@dataclass(frozen=True, slots=True)
+class DumpFilter:
+    """Which batches and records to show. Unset bounds are open; bounds are inclusive.
+
+    A batch passes when its offsets overlap the offset range, its max timestamp is not below
+    `from_time` and it matches the producer, control and transactional criteria. With records, a
+    batch is shown when at least one of its records passes (offset, timestamp and key).
+    """
+
+    from_offset: int | None = None
+    to_offset: int | None = None
+    from_time: int | None = None
+    to_time: int | None = None
+    key: bytes | None = None
+    producer_id: int | None = None
+    control_only: bool = False
+    transactional_only: bool = False
+
+    @property
+    def active(self) -> bool:
+        """Whether any criterion is set."""
+        return self != DumpFilter()
+
+    def batch_passes(self, h: BatchHeader) -> bool:
+        """Whether a batch header can hold records that pass."""
+        low = h.base_offset if h.base_offset is not None else h.last_offset
+        if self.from_offset is not None and h.last_offset < self.from_offset:
+            return False
+        if self.to_offset is not None and low > self.to_offset:
+            return False
+        if self.from_time is not None and h.max_timestamp < self.from_time:
+            return False
+        if self.producer_id is not None and h.producer_id != self.producer_id:
+            return False
+        if self.control_only and not h.is_control:
+            return False
+        return not (self.transactional_only and not h.is_transactional)
+
+    def batch_passes_shallow(self, h: BatchHeader) -> bool:
+        """Without records, the time upper bound is judged on the batch's max timestamp."""
+        if self.to_time is not None and h.max_timestamp > self.to_time and h.base_timestamp > self.to_time:
+            return False
+        return self.batch_passes(h)
+
+    def record_passes(self, r: Record) -> bool:
+        """Whether a record passes the record-level criteria."""
+        if self.from_offset is not None and r.offset < self.from_offset:
+            return False
+        if self.to_offset is not None and r.offset > self.to_offset:
+            return False
+        if self.from_time is not None and r.timestamp < self.from_time:
+            return False
+        if self.to_time is not None and r.timestamp > self.to_time:
+            return False
+        return not (self.key is not None and r.key != self.key)
+
+
+@dataclass(frozen=True, slots=True)
+class DumpOptions:
+    """How to dump."""
+
+    records: bool = False
+    filter: DumpFilter = DumpFilter()
+    max_bytes: int | None = None
+
+
+def dump_targets(targets: Iterable[Target], options: DumpOptions) -> Iterator[DumpEvent]:
+    """Dump every file of every target, in order."""
+    for target in targets:
+        if target.kind == "file":
+            yield from dump_file(target.path, options, label=target.given)
+            continue
+        for part in target.partitions():
+            segments = part.segments
+            for i, seg in enumerate(segments):
+                nxt = segments[i + 1].base_offset if i + 1 < len(segments) else None
+                if _segment_outside(seg, nxt, options.filter):
+                    continue
+                assert seg.log is not None
+                yield from dump_log(seg.log, options, base_offset=seg.base_offset, index=seg.index)
+
+
+def _segment_outside(seg: Segment, next_base: int | None, f: DumpFilter) -> bool:
+    """A segment entirely outside the offset range (judged from file names only)."""
+    if f.to_offset is not None and seg.base_offset > f.to_offset:
+        return True
+    return f.from_offset is not None and next_base is not None and next_base <= f.from_offset
+
+
+def dump_file(path: Path, options: DumpOptions, label: str | None = None) -> Iterator[DumpEvent]:
+    """Dump one file of any kind kdump knows."""
+    kind = file_kind(path)
+    name = label or str(path)
+    if kind in ("log", "checkpoint"):
+        base = segment_base_offset(path) if kind == "log" else None
+        index = None
+        if kind == "log" and not path.name.endswith(".log"):
+            index = None
+        elif kind == "log":
+            candidate = path.with_suffix(".index")
+            index = candidate if candidate.is_file() else None
+        yield from dump_log(path, options, base_offset=base, index=index, label=name)
+        return
+    yield from dump_state_file(path, kind, name)
+
+
+def _start_position(buf: memoryview, index: Path | None, base_offset: int | None, from_offset: int) -> int:
+    """Where to start scanning for `from_offset`, from the offset index when it can be trusted.
+
+    The entry found must point at a checksum-valid batch that starts at or before the offset;
+    otherwise scanning starts at 0 (never a silently wrong start).
+    """
+    if index is None or base_offset is None:
+        return 0
+    from kdump.formats.offset_index import decode_offset_index, lookup_offset
+
+    try:
+        with open_buffer(index) as ibuf:
+            contents = decode_offset_index(ibuf, base_offset)
+    except Exception:
+        return 0
+    entry = lookup_offset(contents.entries, from_offset)
+    if entry is None or not plausible_entry_at(buf, entry.position, len(buf)):
+        return 0
+    first = int.from_bytes(buf[entry.position : entry.position + 8], "big", signed=True)
+    return entry.position if first <= from_offset else 0
+
+
+def dump_log(
+    path: Path,
+    options: DumpOptions,
+    *,
+    base_offset: int | None,
+    index: Path | None = None,
+    label: str | None = None,
+) -> Iterator[DumpEvent]:
+    """Dump one log (or KRaft snapshot) file: batches, records when asked, findings, summary."""
+    name = label or str(path)
+    f = options.filter
+    with open_buffer(path, options.max_bytes) as buf:
+        yield FileStart(name, "log", len(buf), base_offset)
+        start = 0
+        if f.from_offset is not None:
+            start = _start_position(buf, index, base_offset, f.from_offset)
+        events = scan_log(buf, file=name, base_offset=base_offset, deep=options.records, start=start)
+        if not f.active:
+            yield from events
+            return
+        if not options.records:
+            for ev in events:
+                if not isinstance(ev, BatchHeader) or f.batch_passes_shallow(ev):
+                    yield ev
+            return
+        yield from _filter_deep(events, f)
+
+
+def _filter_deep(events: Iterator[Event], f: DumpFilter) -> Iterator[Event]:
+    """Keep batches with at least one passing record, and those records; findings pass through."""
+    pending: BatchHeader | None = None
+    shown = False
+    for ev in events:
+        if isinstance(ev, Record):
+            if pending is not None and f.record_passes(ev):
+                if not shown:
+                    yield pending
+                    shown = True
+                yield ev
+        elif isinstance(ev, BatchHeader):
+            pending = ev if f.batch_passes(ev) else None
+            shown = False
+        elif isinstance(ev, Finding | ScanSummary):
+            yield ev
+
+
+def unreadable(path: str, message: str) -> Finding:
+    """A finding for a file that could not be read."""
+    return make_finding("unreadable-file", path, message)

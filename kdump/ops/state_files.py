@@ -1,0 +1,120 @@
+"""Decoding the non-log files for `dump`: indexes, aborted transactions, producer state, checkpoints."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kdump.errors import DecodeError, KdumpError
+from kdump.findings import Finding, make_finding
+from kdump.formats import checkpoints
+from kdump.formats.offset_index import decode_offset_index
+from kdump.formats.producer_snapshot import decode_producer_snapshot
+from kdump.formats.time_index import decode_time_index
+from kdump.formats.txn_index import ENTRY_SIZE as TXN_ENTRY_SIZE
+from kdump.formats.txn_index import decode_txn_index
+from kdump.ops.files import Entry, FileStart, segment_base_offset
+from kdump.scan.source import open_buffer, read_small_file
+
+StateEvent = FileStart | Entry | Finding
+
+
+def dump_state_file(path: Path, kind: str | None, name: str) -> Iterator[StateEvent]:
+    """Decode one non-log file into entries; damage becomes findings."""
+    if kind in ("index", "timeindex"):
+        yield from _dump_index(path, kind, name)
+        return
+    data = read_small_file(path)
+    yield FileStart(name, kind or "unknown", len(data), segment_base_offset(path))
+    try:
+        yield from _decode_small(data, kind, name)
+    except (DecodeError, KdumpError, ValueError) as exc:
+        code = "snapshot-corrupt" if kind == "snapshot" else "checkpoint-corrupt"
+        if kind == "txnindex":
+            code = "index-size-invalid"
+        yield make_finding(code, name, str(exc), position=None)
+
+
+def _dump_index(path: Path, kind: str, name: str) -> Iterator[StateEvent]:
+    base = segment_base_offset(path) or 0
+    with open_buffer(path) as buf:
+        yield FileStart(name, kind, len(buf), base)
+        if kind == "index":
+            contents: Any = decode_offset_index(buf, base)
+            for e in contents.entries:
+                yield Entry(name, "index-entry", {"offset": e.offset, "position": e.position})
+            entry_size = 8
+        else:
+            contents = decode_time_index(buf, base)
+            for t in contents.entries:
+                yield Entry(name, "time-index-entry", {"timestamp": t.timestamp, "offset": t.offset})
+            entry_size = 12
+        real = len(contents.entries)
+        if contents.zero_tail_entries:
+            yield make_finding(
+                "index-preallocated-tail",
+                name,
+                f"{contents.zero_tail_entries} preallocated slots after {real} entries",
+                position=real * entry_size,
+                slots=contents.zero_tail_entries,
+            )
+        if contents.trailing_bytes:
+            yield make_finding(
+                "index-size-invalid",
+                name,
+                f"file length {len(buf)} is not a multiple of {entry_size}",
+                position=len(buf) - contents.trailing_bytes,
+            )
+
+
+def _decode_small(data: bytes, kind: str | None, name: str) -> Iterator[StateEvent]:
+    if kind == "txnindex":
+        txn = decode_txn_index(data)
+        for a in txn.entries:
+            yield Entry(name, "aborted-txn", a._asdict())
+        if txn.trailing_bytes:
+            yield make_finding(
+                "index-size-invalid",
+                name,
+                f"{txn.trailing_bytes} bytes after the last whole {TXN_ENTRY_SIZE}-byte entry",
+                position=len(data) - txn.trailing_bytes,
+            )
+    elif kind == "snapshot":
+        snap = decode_producer_snapshot(data)
+        if not snap.crc_ok:
+            yield make_finding(
+                "snapshot-corrupt",
+                name,
+                f"stored crc {snap.stored_crc} differs from computed crc {snap.computed_crc}",
+                position=2,
+            )
+        for s in snap.entries:
+            fields = s._asdict()
+            fields["first_sequence"] = s.first_sequence
+            fields["first_offset"] = s.first_offset
+            yield Entry(name, "producer-state", fields)
+    elif kind == "leader-epoch-checkpoint":
+        lec = checkpoints.decode_leader_epoch_checkpoint(data)
+        for ep in lec.entries:
+            yield Entry(name, "epoch-entry", {"epoch": ep.epoch, "start_offset": ep.start_offset})
+    elif kind == "offset-checkpoint":
+        oc = checkpoints.decode_offset_checkpoint(data)
+        for topic, partition, offset in oc.entries:
+            yield Entry(name, "checkpoint-entry", {"topic": topic, "partition": partition, "offset": offset})
+    elif kind == "partition-metadata":
+        pm = checkpoints.decode_partition_metadata(data)
+        yield Entry(name, "property", {"key": "version", "value": str(pm.version)})
+        yield Entry(name, "property", {"key": "topic_id", "value": pm.topic_id})
+    elif kind == "meta-properties":
+        for key, value in checkpoints.decode_meta_properties(data).items():
+            yield Entry(name, "property", {"key": key, "value": value})
+    elif kind in ("clean-shutdown", "quorum-state"):
+        try:
+            doc = json.loads(data)
+        except ValueError as exc:
+            raise DecodeError(f"not valid JSON: {exc}") from exc
+        yield Entry(name, "state", doc if isinstance(doc, dict) else {"value": doc})
+    else:
+        raise DecodeError(f"{name}: not a file kdump knows how to decode")

@@ -1,0 +1,199 @@
+"""The JSON schema: one function per event type turns it into a flat dict (a JSON Lines object).
+
+This module is the one definition of kdump's JSON field names (documented in `man/kdump.1`).
+Every object has `type` and `file`. Keys, values and header values are strings in the chosen
+encoding (`utf8` with invalid bytes escaped as `\\xNN`, `hex`, or `base64`) or null.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from kdump.findings import Finding
+from kdump.formats.batch import BatchHeader
+from kdump.formats.constants import CODEC_LABELS, ControlType, TimestampType
+from kdump.formats.control import decode_control_key, decode_end_txn_marker
+from kdump.formats.records import Record
+from kdump.ops.files import Entry, FileStart
+from kdump.scan.events import ScanSummary
+
+ENCODINGS = ("utf8", "hex", "base64")
+
+BATCH_FIELDS = (
+    "position",
+    "base_offset",
+    "last_offset",
+    "count",
+    "size",
+    "magic",
+    "crc",
+    "crc_ok",
+    "compression",
+    "timestamp_type",
+    "base_timestamp",
+    "max_timestamp",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "last_sequence",
+    "partition_leader_epoch",
+    "is_transactional",
+    "is_control",
+    "delete_horizon_ms",
+)
+
+RECORD_FIELDS = (
+    "offset",
+    "position",
+    "timestamp",
+    "timestamp_type",
+    "key",
+    "value",
+    "headers",
+    "sequence",
+    "key_size",
+    "value_size",
+)
+
+
+def encode_bytes(data: bytes | None, encoding: str) -> str | None:
+    """Render key/value bytes as a string in `encoding`, or None for null."""
+    if data is None:
+        return None
+    if encoding == "utf8":
+        return data.decode("utf-8", "backslashreplace")
+    if encoding == "hex":
+        return data.hex()
+    return base64.b64encode(data).decode("ascii")
+
+
+def codec_label(codec: int) -> str:
+    """Kafka's lower-case codec name, or `unknown(N)`."""
+    return CODEC_LABELS.get(codec, f"unknown({codec})")
+
+
+def timestamp_type_label(ts_type: int) -> str:
+    """`CreateTime`, `LogAppendTime` or `NoTimestampType`."""
+    return TimestampType(ts_type).label
+
+
+def batch_row(h: BatchHeader, file: str) -> dict[str, Any]:
+    """A batch (v2) or legacy entry."""
+    return {
+        "type": "batch",
+        "file": file,
+        "position": h.position,
+        "base_offset": h.base_offset,
+        "last_offset": h.last_offset,
+        "count": h.count,
+        "size": h.size,
+        "magic": h.magic,
+        "crc": h.crc,
+        "crc_ok": h.crc_ok,
+        "compression": codec_label(h.compression),
+        "timestamp_type": timestamp_type_label(h.timestamp_type),
+        "base_timestamp": h.base_timestamp,
+        "max_timestamp": h.max_timestamp,
+        "producer_id": h.producer_id,
+        "producer_epoch": h.producer_epoch,
+        "base_sequence": h.base_sequence,
+        "last_sequence": h.last_sequence,
+        "partition_leader_epoch": h.partition_leader_epoch,
+        "is_transactional": h.is_transactional,
+        "is_control": h.is_control,
+        "delete_horizon_ms": h.delete_horizon_ms,
+    }
+
+
+def control_fields(r: Record) -> dict[str, Any] | None:
+    """The decoded control marker of a control record, or None when it does not decode."""
+    try:
+        key = decode_control_key(r.key)
+    except ValueError:
+        return None
+    out: dict[str, Any] = {"type": key.type_name, "version": key.version}
+    if key.type in (ControlType.ABORT, ControlType.COMMIT):
+        try:
+            marker = decode_end_txn_marker(r.value)
+        except ValueError:
+            return out
+        out["coordinator_epoch"] = marker.coordinator_epoch
+    return out
+
+
+def record_row(r: Record, batch: BatchHeader | None, file: str, encoding: str) -> dict[str, Any]:
+    """A record; `batch` is the batch that holds it (for its position and timestamp type)."""
+    row: dict[str, Any] = {
+        "type": "record",
+        "file": file,
+        "offset": r.offset,
+        "position": batch.position if batch is not None else None,
+        "timestamp": r.timestamp,
+        "timestamp_type": timestamp_type_label(batch.timestamp_type) if batch is not None else None,
+        "key": encode_bytes(r.key, encoding),
+        "value": encode_bytes(r.value, encoding),
+        "headers": [
+            {"key": k.decode("utf-8", "backslashreplace"), "value": encode_bytes(v, encoding)} for k, v in r.headers
+        ],
+        "sequence": r.sequence,
+        "key_size": -1 if r.key is None else len(r.key),
+        "value_size": -1 if r.value is None else len(r.value),
+    }
+    if r.crc is not None:
+        row["crc"] = r.crc
+        row["crc_ok"] = r.crc_ok
+    if batch is not None and batch.is_control:
+        row["control"] = control_fields(r)
+    return row
+
+
+def finding_row(f: Finding) -> dict[str, Any]:
+    """A finding."""
+    row: dict[str, Any] = {
+        "type": "finding",
+        "file": f.file,
+        "code": f.code,
+        "severity": f.severity.label,
+        "position": f.position,
+        "offset": f.offset,
+        "message": f.message,
+        "repair": f.repair,
+    }
+    for k, v in f.details.items():
+        row.setdefault(k, v)
+    return row
+
+
+def summary_row(s: ScanSummary) -> dict[str, Any]:
+    """The scanner's summary of one log file."""
+    return {
+        "type": "summary",
+        "file": s.file,
+        "size": s.size,
+        "start": s.start,
+        "valid_bytes": s.valid_bytes,
+        "invalid_bytes": s.invalid_bytes,
+        "scanned_bytes": s.scanned_bytes,
+        "batch_count": s.batch_count,
+        "valid_batch_count": s.valid_batch_count,
+        "record_count": s.record_count,
+        "first_offset": s.first_offset,
+        "last_offset": s.last_offset,
+        "max_timestamp": s.max_timestamp,
+        "offset_of_max_timestamp": s.offset_of_max_timestamp,
+        "stop_reason": str(s.stop_reason),
+        "salvageable_batches": s.salvageable_batches,
+        "findings": {"info": s.findings_info, "warning": s.findings_warning, "error": s.findings_error},
+        "deep": s.deep,
+    }
+
+
+def file_row(fs: FileStart) -> dict[str, Any]:
+    """The start of a file."""
+    return {"type": "file", "file": fs.file, "kind": fs.kind, "size": fs.size, "base_offset": fs.base_offset}
+
+
+def entry_row(e: Entry) -> dict[str, Any]:
+    """An entry of a non-log file; its type names what it is (`index-entry`, `aborted-txn`, ...)."""
+    return {"type": e.kind, "file": e.file, **e.fields}

@@ -1,0 +1,130 @@
+"""Plain text output, close to what kafka-dump-log users know.
+
+Batch and record lines carry Kafka's field names in Kafka's order (`baseOffset: 0 lastOffset: 8
+count: 9 ...`), so existing grep habits keep working; kdump adds what Kafka leaves out (header
+values, control markers decoded, findings in place, a summary per file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import IO, Any
+
+from kdump.findings import Finding
+from kdump.formats.batch import BatchHeader
+from kdump.formats.records import Record
+from kdump.ops.files import Entry, FileStart
+from kdump.render import rows
+from kdump.scan.events import ScanSummary
+
+
+def _b(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+def batch_line(h: BatchHeader) -> str:
+    """One batch in kafka-dump-log's field order."""
+    ts = f"{rows.timestamp_type_label(h.timestamp_type)}: {h.max_timestamp}"
+    tail = (
+        f"position: {h.position} {ts} size: {h.size} magic: {h.magic} "
+        f"compresscodec: {rows.codec_label(h.compression)} crc: {h.crc} isvalid: {_b(h.crc_ok)}"
+    )
+    if h.magic < 2:
+        return f"offset: {h.last_offset} {tail}"
+    horizon = "OptionalLong.empty" if h.delete_horizon_ms is None else f"OptionalLong[{h.delete_horizon_ms}]"
+    return (
+        f"baseOffset: {h.base_offset} lastOffset: {h.last_offset} count: {h.count} "
+        f"baseSequence: {h.base_sequence} lastSequence: {h.last_sequence} producerId: {h.producer_id} "
+        f"producerEpoch: {h.producer_epoch} partitionLeaderEpoch: {h.partition_leader_epoch} "
+        f"isTransactional: {_b(h.is_transactional)} isControl: {_b(h.is_control)} "
+        f"deleteHorizonMs: {horizon} {tail}"
+    )
+
+
+def record_line(r: Record, batch: BatchHeader | None, encoding: str) -> str:
+    """One record: Kafka's metadata fields, then key, payload and headers with their values."""
+    ts_label = rows.timestamp_type_label(batch.timestamp_type) if batch is not None else "CreateTime"
+    key_size = -1 if r.key is None else len(r.key)
+    value_size = -1 if r.value is None else len(r.value)
+    parts = [f"| offset: {r.offset} {ts_label}: {r.timestamp} keySize: {key_size} valueSize: {value_size}"]
+    if r.crc is not None:
+        parts.append(f"isValid: {_b(bool(r.crc_ok))} crc: {r.crc}")
+    else:
+        keys = ",".join(k.decode("utf-8", "backslashreplace") for k, _ in r.headers)
+        parts.append(f"sequence: {r.sequence} headerKeys: [{keys}]")
+    if batch is not None and batch.is_control:
+        control = rows.control_fields(r)
+        if control is None:
+            parts.append("controlType: INVALID")
+        elif "coordinator_epoch" in control:
+            parts.append(f"endTxnMarker: {control['type']} coordinatorEpoch: {control['coordinator_epoch']}")
+        else:
+            parts.append(f"controlType: {control['type']}")
+        return " ".join(parts)
+    if r.key is not None:
+        parts.append(f"key: {rows.encode_bytes(r.key, encoding)}")
+    if r.value is not None:
+        parts.append(f"payload: {rows.encode_bytes(r.value, encoding)}")
+    if r.headers:
+        shown = ", ".join(
+            f"{k.decode('utf-8', 'backslashreplace')}={'null' if v is None else rows.encode_bytes(v, encoding)}"
+            for k, v in r.headers
+        )
+        parts.append(f"headers: [{shown}]")
+    return " ".join(parts)
+
+
+def finding_line(f: Finding) -> str:
+    """One finding: severity, code, file:position, offset, message, repair."""
+    where = f.file if f.position is None else f"{f.file}:{f.position}"
+    offset = "" if f.offset is None else f" offset {f.offset}"
+    repair = f" (repair: {f.repair})" if f.repair else ""
+    return f"{f.severity.label.upper()} {f.code} at {where}{offset}: {f.message}{repair}"
+
+
+def summary_line(s: ScanSummary) -> str:
+    """The end of a log file."""
+    offsets = "no offsets" if s.first_offset is None else f"offsets {s.first_offset}..{s.last_offset}"
+    return (
+        f"Summary: {s.batch_count} batches, {s.record_count} records, {offsets}, "
+        f"valid bytes {s.valid_bytes} of {s.size}, stopped: {s.stop_reason}, "
+        f"findings: {s.findings_error} errors, {s.findings_warning} warnings, {s.findings_info} info"
+    )
+
+
+def entry_line(e: Entry) -> str:
+    """An entry of an index, snapshot or checkpoint, as `key: value` pairs."""
+    return " ".join(f"{k}: {v}" for k, v in e.fields.items())
+
+
+def write_text(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") -> None:
+    """Write dump events as text lines."""
+    batch: BatchHeader | None = None
+    buf: list[str] = []
+    append = buf.append
+    for ev in events:
+        if type(ev) is Record:
+            append(record_line(ev, batch, encoding))
+            continue
+        if isinstance(ev, BatchHeader):
+            batch = ev
+            if len(buf) > 512:
+                buf.append("")
+                out.write("\n".join(buf))
+                buf.clear()
+            append(batch_line(ev))
+        elif isinstance(ev, FileStart):
+            batch = None
+            append(f"Dumping {ev.file}")
+            if ev.kind == "log" and ev.base_offset is not None:
+                append(f"Log starting offset: {ev.base_offset}")
+        elif isinstance(ev, Finding):
+            append(finding_line(ev))
+        elif isinstance(ev, ScanSummary):
+            append(summary_line(ev))
+        elif isinstance(ev, Entry):
+            append(entry_line(ev))
+    if buf:
+        buf.append("")
+        out.write("\n".join(buf))
+    out.flush()

@@ -1,0 +1,78 @@
+"""What the scanner yields: batches (`BatchHeader`), records (`Record`), findings and one summary.
+
+The event types of the stream are the formats' own `BatchHeader` and `Record` named tuples (cheap
+to build, and `_asdict()` serves JSON), the catalog's `Finding`, and a final `ScanSummary`, always
+last and exactly once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from kdump.findings import Finding
+from kdump.formats.batch import BatchHeader
+from kdump.formats.records import Record
+
+
+class ScanMode(StrEnum):
+    """How far the scanner goes past damage."""
+
+    # Keep going past a bad batch while framing holds; resync after framing is lost.
+    FORENSIC = "forensic"
+    # Stop exactly where the broker's LogSegment.recover stops.
+    RECOVERY = "recovery"
+
+
+class StopReason(StrEnum):
+    """Why the scan ended."""
+
+    END = "end"
+    LIMIT = "limit"
+    PARTIAL_TRAILING_BATCH = "partial-trailing-batch"
+    ZERO_FILLED_TAIL = "zero-filled-tail"
+    FRAMING_LOST = "framing-lost"
+    CORRUPT_BATCH = "corrupt-batch"
+
+
+@dataclass(frozen=True, slots=True)
+class ScanSummary:
+    """The end of one file's scan.
+
+    `valid_bytes` is the broker's recovery count: the end of the last batch before the first one
+    that fails `ensureValid()` (size or checksum) or is incomplete; the same in both modes. The
+    offsets and timestamps describe that valid prefix, as the broker would see it.
+    `salvageable_batches` counts checksum-valid batches found after it (forensic mode).
+    """
+
+    file: str
+    size: int
+    start: int
+    valid_bytes: int
+    scanned_bytes: int
+    batch_count: int
+    valid_batch_count: int
+    record_count: int
+    first_offset: int | None
+    last_offset: int | None
+    max_timestamp: int
+    offset_of_max_timestamp: int | None
+    stop_reason: StopReason
+    salvageable_batches: int
+    findings_info: int
+    findings_warning: int
+    findings_error: int
+    deep: bool
+
+    @property
+    def next_offset(self) -> int | None:
+        """The offset after the last valid one (the log end offset if this is the last segment)."""
+        return None if self.last_offset is None else self.last_offset + 1
+
+    @property
+    def invalid_bytes(self) -> int:
+        """Bytes the broker's recovery would truncate."""
+        return self.size - self.valid_bytes
+
+
+Event = BatchHeader | Record | Finding | ScanSummary

@@ -1,0 +1,552 @@
+"""`scan_log`: walk the entries of a `.log` buffer and report what is there, in position order.
+
+Framing follows the broker's file reader (`FileLogInputStream.nextBatch`):
+1. fewer than 18 bytes left (`position + 17 >= end`): stop;
+2. a length field below 14 is corrupt;
+3. an entry whose length runs past the end of the file is a partial trailing batch;
+4. magic 0/1 is a legacy message, 2 a v2 batch.
+
+The broker's recovery (`LogSegment.recover`) then requires every entry to pass `ensureValid()`:
+at least the format's minimum size and a matching checksum. The first entry that does not, or an
+incomplete one at the end, is where it truncates; `ScanSummary.valid_bytes` is that position, the
+same in both scan modes. In RECOVERY mode the scan stops there. In FORENSIC mode it keeps going past
+a bad checksum while the length still frames the next entry, and once framing is lost it searches
+forward for the next plausible entry (magic at +16, a length that fits, a matching checksum),
+reporting the skipped range and the offsets lost.
+
+A length field is never trusted before it is bounded by the bytes left in the buffer. Headers are
+read in place; payloads are decompressed and records decoded only when `deep=True`.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Iterator
+
+from kdump.errors import CodecError, CodecUnavailableError
+from kdump.findings import Finding, Severity, make_finding
+from kdump.formats.batch import (
+    ENTRY_PREFIX,
+    BatchHeader,
+    decode_legacy_header,
+    decode_v2_header,
+    legacy_crc,
+    v2_crc,
+)
+from kdump.formats.codecs import decompress
+from kdump.formats.constants import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    MAX_RELATIVE_OFFSET,
+    MIN_BATCH_LENGTH,
+    V1_RECORD_OVERHEAD,
+    V2_HEADER_SIZE,
+    ControlType,
+    TimestampType,
+)
+from kdump.formats.control import decode_control_key, decode_end_txn_marker
+from kdump.formats.records import Record, decode_legacy_message, decode_legacy_records, decode_v2_records
+from kdump.scan.events import Event, ScanMode, ScanSummary, StopReason
+
+Buffer = bytes | bytearray | memoryview
+
+_NONZERO = re.compile(rb"[^\x00]")
+_MAGIC_BYTE = re.compile(rb"[\x00-\x02]")
+_LENGTH = struct.Struct(">i")
+
+
+def _min_length(magic: int) -> int:
+    """Smallest valid length field for a format (entry size minus the 12-byte log overhead)."""
+    if magic == 2:
+        return V2_HEADER_SIZE - LOG_OVERHEAD
+    if magic == 1:
+        return V1_RECORD_OVERHEAD
+    return MIN_BATCH_LENGTH
+
+
+def plausible_entry_at(buf: Buffer, q: int, end: int) -> bool:
+    """Whether a checksum-valid entry with a sane length starts at `q` and ends by `end`."""
+    if q + HEADER_SIZE_UP_TO_MAGIC >= end:
+        return False
+    magic = buf[q + 16]
+    if magic > 2:
+        return False
+    (length,) = _LENGTH.unpack_from(buf, q + 8)
+    if length < _min_length(magic) or q + LOG_OVERHEAD + length > end:
+        return False
+    size = length + LOG_OVERHEAD
+    stored = struct.unpack_from(">I", buf, q + (17 if magic == 2 else 12))[0]
+    return bool(stored == (v2_crc(buf, q, size) if magic == 2 else legacy_crc(buf, q, size)))
+
+
+def find_next_entry(buf: Buffer, start: int, end: int) -> int | None:
+    """Search forward from `start` for the next plausible entry; None when there is none.
+
+    Candidates need a magic byte 0..2 at +16 and a non-zero length field; runs of zeros are
+    skipped in one step, so a large zeroed region costs one regex search, not one check per byte.
+    """
+    q = start
+    while q + LOG_OVERHEAD + MIN_BATCH_LENGTH <= end:
+        m = _MAGIC_BYTE.search(buf, q + 16, end)
+        if m is None:
+            return None
+        q = m.start() - 16
+        nz = _NONZERO.search(buf, q + 8, end)
+        if nz is None:
+            return None
+        if nz.start() > q + 11:
+            # The length field of any entry at q..nz-12 would be zero: jump past the zeros.
+            q = nz.start() - 11
+            continue
+        if plausible_entry_at(buf, q, end):
+            return q
+        q += 1
+    return None
+
+
+def _all_zero(buf: Buffer, start: int, end: int) -> bool:
+    return _NONZERO.search(buf, start, end) is None
+
+
+def scan_log(
+    buf: Buffer,
+    *,
+    file: str = "",
+    base_offset: int | None = None,
+    deep: bool = False,
+    mode: ScanMode = ScanMode.FORENSIC,
+    start: int = 0,
+    max_bytes: int | None = None,
+    resync: bool = True,
+) -> Iterator[Event]:
+    """Scan the log entries of `buf`; yield batches, records (when `deep`), findings and a summary.
+
+    Args:
+        buf: the segment's bytes (a memoryview of a mapped file, or bytes).
+        file: the path to name in findings.
+        base_offset: the segment's base offset from its file name, to check offsets against.
+        deep: also decompress and decode every record.
+        mode: FORENSIC keeps going past damage, RECOVERY stops where the broker's recovery stops.
+        start: position to start at (an entry boundary, e.g. from an index lookup).
+        max_bytes: scan only this many bytes from `start` (a prefix, for live brokers).
+        resync: in FORENSIC mode, search for the next plausible entry after framing is lost.
+    """
+    size = len(buf)
+    end = size if max_bytes is None else min(size, start + max_bytes)
+    limited = end < size
+    forensic = mode == ScanMode.FORENSIC
+    pos = start
+    valid_end: int | None = None
+    counts = {Severity.INFO: 0, Severity.WARNING: 0, Severity.ERROR: 0}
+    batch_count = valid_batch_count = record_count = salvageable = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    max_ts = -1
+    offset_of_max_ts: int | None = None
+    prev_last: int | None = None
+    prev_epoch = -1
+    stop = StopReason.END
+
+    def tally(f: Finding) -> Finding:
+        counts[f.severity] += 1
+        return f
+
+    while True:
+        remaining = end - pos
+        if remaining <= 0:
+            stop = StopReason.LIMIT if limited else StopReason.END
+            break
+        if remaining <= HEADER_SIZE_UP_TO_MAGIC:
+            if limited:
+                stop = StopReason.LIMIT
+                break
+            if valid_end is None:
+                valid_end = pos
+            if _all_zero(buf, pos, end):
+                stop = StopReason.ZERO_FILLED_TAIL
+                yield tally(
+                    make_finding(
+                        "zero-filled-tail",
+                        file,
+                        f"{remaining} zero bytes at the end of the file",
+                        position=pos,
+                        size=remaining,
+                    )
+                )
+            else:
+                stop = StopReason.PARTIAL_TRAILING_BATCH
+                yield tally(
+                    make_finding(
+                        "partial-trailing-batch",
+                        file,
+                        f"{remaining} bytes at the end of the file are too few for a batch header",
+                        position=pos,
+                        size=remaining,
+                    )
+                )
+            break
+        entry_offset, length, magic = ENTRY_PREFIX.unpack_from(buf, pos)
+        problem: tuple[str, str] | None = None
+        if length < MIN_BATCH_LENGTH:
+            if not limited and _all_zero(buf, pos, end):
+                if valid_end is None:
+                    valid_end = pos
+                stop = StopReason.ZERO_FILLED_TAIL
+                yield tally(
+                    make_finding(
+                        "zero-filled-tail",
+                        file,
+                        f"{remaining} zero bytes from here to the end of the file",
+                        position=pos,
+                        size=remaining,
+                    )
+                )
+                break
+            problem = (
+                "invalid-batch-length",
+                f"length field {length} is below the minimum record overhead (14)",
+            )
+        elif length > remaining - LOG_OVERHEAD:
+            if limited:
+                stop = StopReason.LIMIT
+                break
+            nxt = find_next_entry(buf, pos + 1, end) if forensic and resync else None
+            if nxt is None:
+                if valid_end is None:
+                    valid_end = pos
+                stop = StopReason.PARTIAL_TRAILING_BATCH
+                yield tally(
+                    make_finding(
+                        "partial-trailing-batch",
+                        file,
+                        f"batch of {length + LOG_OVERHEAD} bytes runs {length + LOG_OVERHEAD - remaining} "
+                        f"bytes past the end of the file",
+                        position=pos,
+                        offset=entry_offset,
+                        size=remaining,
+                        declared_size=length + LOG_OVERHEAD,
+                    )
+                )
+                break
+            problem = (
+                "invalid-batch-length",
+                f"length field {length} runs past the end of the file, yet a valid batch starts at {nxt}",
+            )
+        elif magic > 2 or magic < 0:
+            problem = ("unsupported-magic", f"magic byte {magic} is not a known message format (0, 1, 2)")
+        elif length < _min_length(magic):
+            problem = (
+                "invalid-batch-length",
+                f"length field {length} is below the minimum {_min_length(magic)} for magic {magic}",
+            )
+        if problem is not None:
+            if valid_end is None:
+                valid_end = pos
+            yield tally(make_finding(problem[0], file, problem[1], position=pos))
+            if not forensic:
+                stop = StopReason.CORRUPT_BATCH
+                break
+            nxt = find_next_entry(buf, pos + 1, end) if resync else None
+            if nxt is None:
+                stop = StopReason.FRAMING_LOST
+                yield tally(
+                    make_finding(
+                        "skipped-bytes",
+                        file,
+                        f"no valid batch found in the {end - pos} bytes from here to the end of the file",
+                        position=pos,
+                        offset=None if prev_last is None else prev_last + 1,
+                        end_position=end,
+                        size=end - pos,
+                    )
+                )
+                break
+            next_base = ENTRY_PREFIX.unpack_from(buf, nxt)[0]
+            lost = ""
+            if prev_last is not None and buf[nxt + 16] == 2 and next_base > prev_last + 1:
+                lost = f"; offsets {prev_last + 1}..{next_base - 1} are lost"
+            yield tally(
+                make_finding(
+                    "skipped-bytes",
+                    file,
+                    f"skipped {nxt - pos} bytes to the next valid batch at position {nxt}{lost}",
+                    position=pos,
+                    offset=None if prev_last is None else prev_last + 1,
+                    end_position=nxt,
+                    size=nxt - pos,
+                )
+            )
+            pos = nxt
+            continue
+
+        entry_size = length + LOG_OVERHEAD
+        header = (
+            decode_v2_header(buf, pos, entry_size) if magic == 2 else decode_legacy_header(buf, pos, entry_size)
+        )
+        batch_count += 1
+        if not header.crc_ok:
+            if valid_end is None:
+                valid_end = pos
+            yield tally(
+                make_finding(
+                    "crc-mismatch",
+                    file,
+                    f"stored crc {header.crc} differs from computed crc {header.computed_crc}",
+                    position=pos,
+                    offset=header.base_offset if header.base_offset is not None else header.last_offset,
+                    stored_crc=header.crc,
+                    computed_crc=header.computed_crc,
+                )
+            )
+            if not forensic:
+                stop = StopReason.CORRUPT_BATCH
+                break
+        else:
+            for f in _check_offsets(header, file, base_offset, prev_last, prev_epoch, first_offset is None):
+                yield tally(f)
+            prev_last = header.last_offset
+            if header.partition_leader_epoch >= 0:
+                prev_epoch = max(prev_epoch, header.partition_leader_epoch)
+            if valid_end is None:
+                valid_batch_count += 1
+                if first_offset is None:
+                    first_offset = header.base_offset if header.base_offset is not None else header.last_offset
+                    if header.base_offset is None:
+                        first_offset = _legacy_first_offset(buf, header)
+                last_offset = header.last_offset
+                if header.max_timestamp > max_ts:
+                    max_ts = header.max_timestamp
+                    offset_of_max_ts = header.last_offset
+            else:
+                salvageable += 1
+        yield header
+        if deep:
+            records, findings = _decode_records(buf, header, file)
+            for f in findings:
+                yield tally(f)
+            record_count += len(records)
+            yield from records
+        elif header.count is not None and header.count > 0:
+            record_count += header.count
+        elif header.magic < 2 and header.compression == 0:
+            record_count += 1
+        pos += entry_size
+
+    yield ScanSummary(
+        file=file,
+        size=size,
+        start=start,
+        valid_bytes=pos if valid_end is None else valid_end,
+        scanned_bytes=pos,
+        batch_count=batch_count,
+        valid_batch_count=valid_batch_count,
+        record_count=record_count,
+        first_offset=first_offset,
+        last_offset=last_offset,
+        max_timestamp=max_ts,
+        offset_of_max_timestamp=offset_of_max_ts,
+        stop_reason=stop,
+        salvageable_batches=salvageable,
+        findings_info=counts[Severity.INFO],
+        findings_warning=counts[Severity.WARNING],
+        findings_error=counts[Severity.ERROR],
+        deep=deep,
+    )
+
+
+def _check_offsets(
+    h: BatchHeader,
+    file: str,
+    base_offset: int | None,
+    prev_last: int | None,
+    prev_epoch: int,
+    first: bool,
+) -> Iterator[Finding]:
+    """Offset, count and codec checks of a checksum-valid entry."""
+    pos = h.position
+    low = h.base_offset if h.base_offset is not None else h.last_offset
+    if base_offset is not None:
+        if low < base_offset:
+            yield make_finding(
+                "offset-below-base",
+                file,
+                f"offset {low} is below the segment's base offset {base_offset}",
+                position=pos,
+                offset=low,
+            )
+        elif h.last_offset - base_offset > MAX_RELATIVE_OFFSET:
+            yield make_finding(
+                "offset-overflow",
+                file,
+                f"last offset {h.last_offset} is more than 2^31-1 above the base offset {base_offset}",
+                position=pos,
+                offset=h.last_offset,
+            )
+        elif first and h.base_offset is not None and h.base_offset > base_offset:
+            yield make_finding(
+                "segment-base-mismatch",
+                file,
+                f"first batch starts at offset {h.base_offset}, above the file name's {base_offset}",
+                position=pos,
+                offset=h.base_offset,
+            )
+    if prev_last is not None:
+        if low <= prev_last:
+            yield make_finding(
+                "offset-regression",
+                file,
+                f"batch starts at offset {low}, not above the previous batch's last offset {prev_last}",
+                position=pos,
+                offset=low,
+                previous_last_offset=prev_last,
+            )
+        elif h.base_offset is not None and h.base_offset > prev_last + 1:
+            yield make_finding(
+                "offset-gap",
+                file,
+                f"offsets {prev_last + 1}..{h.base_offset - 1} are absent",
+                position=pos,
+                offset=prev_last + 1,
+                gap=h.base_offset - prev_last - 1,
+            )
+    if h.magic == 2:
+        count = h.count or 0
+        if count < 0 or (h.base_offset is not None and count > h.last_offset - h.base_offset + 1):
+            yield make_finding(
+                "record-count-mismatch",
+                file,
+                f"record count {count} does not fit offsets {h.base_offset}..{h.last_offset}",
+                position=pos,
+                offset=h.base_offset,
+            )
+        if 0 <= h.partition_leader_epoch < prev_epoch:
+            yield make_finding(
+                "leader-epoch-regression",
+                file,
+                f"partition leader epoch {h.partition_leader_epoch} is below the earlier {prev_epoch}",
+                position=pos,
+                offset=h.base_offset,
+            )
+    if h.compression > 4 or (h.magic < 2 and h.compression > 3):
+        yield make_finding(
+            "unknown-codec",
+            file,
+            f"compression type id {h.compression} is not defined for magic {h.magic}",
+            position=pos,
+            offset=low,
+        )
+
+
+def _legacy_first_offset(buf: Buffer, header: BatchHeader) -> int:
+    """First offset of a legacy entry: its own for a plain message, the first inner one of a wrapper."""
+    if header.compression == 0:
+        return header.last_offset
+    records, _ = _decode_records(buf, header, "")
+    return records[0].offset if records else header.last_offset
+
+
+def _decode_records(buf: Buffer, h: BatchHeader, file: str) -> tuple[list[Record], list[Finding]]:
+    """Decompress and decode one entry's records; damage becomes findings."""
+    pos = h.position
+    findings: list[Finding] = []
+    offset = h.base_offset if h.base_offset is not None else h.last_offset
+    if h.compression > 4:
+        return [], findings
+    try:
+        if h.magic == 2:
+            payload = buf[pos + V2_HEADER_SIZE : pos + h.size]
+            data = decompress(h.compression, payload, magic=2) if h.compression else bytes(payload)
+            records, error = decode_v2_records(data, h)
+        else:
+            entry = bytes(buf[pos : pos + h.size])
+            inner = None
+            if h.compression:
+                value = decode_legacy_message(entry, 0)[6]
+                if value is None:
+                    raise CodecError("compressed wrapper message has a null value")
+                inner = decompress(h.compression, value, magic=h.magic)
+            records, error = decode_legacy_records(entry, h, inner)
+    except CodecUnavailableError as exc:
+        findings.append(make_finding("codec-unavailable", file, str(exc), position=pos, offset=offset))
+        return [], findings
+    except CodecError as exc:
+        findings.append(make_finding("decompression-failed", file, str(exc), position=pos, offset=offset))
+        return [], findings
+    except Exception as exc:  # a DecodeError of the wrapper itself
+        findings.append(make_finding("record-decode-failed", file, str(exc), position=pos, offset=offset))
+        return [], findings
+    if error is not None:
+        at = records[-1].offset + 1 if records else offset
+        findings.append(
+            make_finding(
+                "record-decode-failed",
+                file,
+                f"record {len(records)} of the batch does not decode: {error}",
+                position=pos,
+                offset=at,
+            )
+        )
+    prev = None
+    for r in records:
+        if (h.base_offset is not None and not h.base_offset <= r.offset <= h.last_offset) or (
+            prev is not None and r.offset <= prev
+        ):
+            findings.append(
+                make_finding(
+                    "record-offset-invalid",
+                    file,
+                    f"record offset {r.offset} is outside {h.base_offset}..{h.last_offset} or out of order",
+                    position=pos,
+                    offset=r.offset,
+                )
+            )
+            break
+        prev = r.offset
+    if h.magic < 2:
+        for r in records:
+            if r.crc_ok is False:
+                findings.append(
+                    make_finding(
+                        "crc-mismatch",
+                        file,
+                        f"inner message at offset {r.offset} has a wrong crc {r.crc}",
+                        position=pos,
+                        offset=r.offset,
+                    )
+                )
+        return records, findings
+    if (
+        error is None
+        and records
+        and h.timestamp_type == TimestampType.CREATE_TIME
+        and not h.is_control
+        and max(r.timestamp for r in records) != h.max_timestamp
+    ):
+        findings.append(
+            make_finding(
+                "max-timestamp-mismatch",
+                file,
+                f"header maxTimestamp {h.max_timestamp} differs from the records' largest "
+                f"{max(r.timestamp for r in records)}",
+                position=pos,
+                offset=h.base_offset,
+            )
+        )
+    if h.is_control:
+        for r in records:
+            try:
+                key = decode_control_key(r.key)
+                if key.type in (ControlType.ABORT, ControlType.COMMIT):
+                    decode_end_txn_marker(r.value)
+            except Exception as exc:
+                findings.append(
+                    make_finding(
+                        "record-decode-failed",
+                        file,
+                        f"control record at offset {r.offset} is invalid: {exc}",
+                        position=pos,
+                        offset=r.offset,
+                    )
+                )
+    return records, findings

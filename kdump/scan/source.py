@@ -1,0 +1,67 @@
+"""Opening files for reading: the one place kdump reads file contents.
+
+Files are memory-mapped read-only, so a 1 GiB segment is paged in as it is scanned and never held
+in memory; the mapping is shared with the page cache the broker uses. An empty file cannot be
+mapped, so it becomes an empty buffer.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kdump.errors import PathError
+
+
+@contextmanager
+def open_buffer(path: str | os.PathLike[str], max_bytes: int | None = None) -> Iterator[memoryview]:
+    """Map `path` read-only and yield a memoryview of it (at most `max_bytes` of its prefix).
+
+    Raises:
+        PathError: the file cannot be opened or mapped.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise PathError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    mm: mmap.mmap | None = None
+    view: memoryview | None = None
+    try:
+        size = os.fstat(fd).st_size
+        if max_bytes is not None:
+            size = min(size, max_bytes)
+        if size == 0:
+            view = memoryview(b"")
+        else:
+            try:
+                mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+            except (OSError, ValueError) as exc:
+                raise PathError(f"cannot map {path}: {exc}") from exc
+            view = memoryview(mm)
+        yield view
+    finally:
+        os.close(fd)
+        if view is not None:
+            view.release()
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:
+                # A slice still exported by a caller keeps the mapping alive until it is collected.
+                pass
+
+
+def read_small_file(path: str | os.PathLike[str], limit: int = 64 << 20) -> bytes:
+    """Read a small file (checkpoints, snapshots, metadata) whole, refusing absurd sizes."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise PathError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if len(data) > limit:
+        raise PathError(f"{path} is larger than {limit} bytes; not a file kdump reads whole")
+    return data
