@@ -148,3 +148,29 @@ def _with_lookahead(events: Iterable[Any]) -> Iterator[Any]:
         yield ev
     if pending is not None:
         yield pending
+
+
+def verify_table(console: Console, reports: Any, exit_code: int) -> None:
+    """A table of partitions with their finding counts, then the exit code."""
+    from rich.table import Table
+
+    from kdump.findings import Severity
+
+    t = Table(title=f"kdump verify: exit {exit_code}", title_justify="left")
+    for col in ("partition", "segments", "batches", "records", "offsets", "errors", "warnings", "info"):
+        t.add_column(col, justify="left" if col in ("partition", "offsets") else "right")
+    for r in reports:
+        offsets = "" if r.first_offset is None else f"{r.first_offset}..{r.last_offset}"
+        errors = r.count(Severity.ERROR)
+        t.add_row(
+            r.label,
+            str(r.segments),
+            str(r.batches),
+            str(r.records),
+            offsets,
+            str(errors),
+            str(r.count(Severity.WARNING)),
+            str(r.count(Severity.INFO)),
+            style="bold red" if errors else None,
+        )
+    console.print(t)

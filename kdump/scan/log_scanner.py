@@ -285,6 +285,13 @@ def scan_log(
             decode_v2_header(buf, pos, entry_size) if magic == 2 else decode_legacy_header(buf, pos, entry_size)
         )
         batch_count += 1
+        legacy_records: tuple[list[Record], list[Finding]] | None = None
+        if magic < 2 and header.compression and header.crc_ok:
+            # A wrapper's first offset and record count need its inner messages; legacy data is
+            # rare and small, so it is always decoded.
+            legacy_records = decode_batch_records(buf, header, file)
+            if legacy_records[0]:
+                header = header._replace(base_offset=legacy_records[0][0][0].offset)
         if not header.crc_ok:
             if valid_end is None:
                 valid_end = pos
@@ -312,8 +319,6 @@ def scan_log(
                 valid_batch_count += 1
                 if first_offset is None:
                     first_offset = header.base_offset if header.base_offset is not None else header.last_offset
-                    if header.base_offset is None:
-                        first_offset = _legacy_first_offset(buf, header)
                 last_offset = header.last_offset
                 if header.max_timestamp > max_ts:
                     max_ts = header.max_timestamp
@@ -322,15 +327,15 @@ def scan_log(
                 salvageable += 1
         yield header
         if deep:
-            records, findings = _decode_records(buf, header, file)
+            records, findings = legacy_records or decode_batch_records(buf, header, file)
             for f in findings:
                 yield tally(f)
             record_count += len(records)
             yield from records
         elif header.count is not None and header.count > 0:
             record_count += header.count
-        elif header.magic < 2 and header.compression == 0:
-            record_count += 1
+        elif header.magic < 2:
+            record_count += len(legacy_records[0]) if legacy_records else 1
         pos += entry_size
 
     yield ScanSummary(
@@ -438,15 +443,7 @@ def _check_offsets(
         )
 
 
-def _legacy_first_offset(buf: Buffer, header: BatchHeader) -> int:
-    """First offset of a legacy entry: its own for a plain message, the first inner one of a wrapper."""
-    if header.compression == 0:
-        return header.last_offset
-    records, _ = _decode_records(buf, header, "")
-    return records[0].offset if records else header.last_offset
-
-
-def _decode_records(buf: Buffer, h: BatchHeader, file: str) -> tuple[list[Record], list[Finding]]:
+def decode_batch_records(buf: Buffer, h: BatchHeader, file: str) -> tuple[list[Record], list[Finding]]:
     """Decompress and decode one entry's records; damage becomes findings."""
     pos = h.position
     findings: list[Finding] = []

@@ -1,0 +1,201 @@
+"""`kdump verify`: integrity checks for CI, pre-start checks and incident triage."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+
+import click
+
+from kdump.cli.exit_codes import ExitCode
+from kdump.cli.output import diag, format_option, resolve_format
+from kdump.errors import KdumpError
+from kdump.findings import Severity
+from kdump.model.log_dir import Target, discover
+from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
+
+
+@click.command("verify")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--deep", is_flag=True, help="Also decompress and decode every record.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["info", "warning", "error"]),
+    default="error",
+    show_default=True,
+    help="Exit 1 when a finding has this severity or worse.",
+)
+@click.option("--junit", "junit", type=click.Path(dir_okay=False), help="Also write a JUnit XML report to this file.")
+@click.option("--max-bytes", type=click.IntRange(min=0), help="Check only this many bytes of each log (live brokers).")
+@click.option("--jobs", type=click.IntRange(min=0), default=0, help="Worker processes (0: all cores).")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="Run locally, or on Spark for fleets of log dirs (needs kdump[spark]).",
+)
+@click.option("--master", help="With --engine spark: the Spark master URL (default local[*]).")
+@click.option(
+    "--output",
+    type=click.Path(file_okay=False),
+    help="With --engine spark: write the findings as Parquet and JSON Lines into this directory.",
+)
+@format_option
+def verify_command(
+    paths: tuple[str, ...],
+    deep: bool,
+    fail_on: str,
+    junit: str | None,
+    max_bytes: int | None,
+    jobs: int,
+    engine: str,
+    master: str | None,
+    output: str | None,
+    fmt: str | None,
+) -> None:
+    """Check segments, indexes and partition state; exit 1 when damage is found.
+
+    PATH may be a segment file, a partition directory or a whole log dir; partitions are checked
+    in parallel. Nothing is ever written (except the --junit report you ask for).
+
+    \b
+    Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage error, 3 a path could not be read.
+
+    \b
+    Examples:
+      kdump verify /var/lib/kafka/data
+      kdump verify --format json --fail-on warning orders-0 > findings.jsonl
+      kdump verify --junit kdump.xml /var/lib/kafka/data
+    """
+    threshold = Severity.parse(fail_on)
+    fmt = resolve_format(fmt)
+    targets: list[Target] = []
+    unreadable = False
+    for p in paths:
+        try:
+            targets.append(discover(p))
+        except KdumpError as exc:
+            diag(str(exc))
+            unreadable = True
+    options = VerifyOptions(deep=deep, max_bytes=max_bytes, jobs=jobs)
+    if engine == "spark":
+        from kdump.spark.fleet import run_fleet_verify
+
+        reports = run_fleet_verify(targets, options, master=master, output=output)
+        code = _exit_code(reports, threshold, unreadable)
+        _print_reports(reports, fmt, code)
+    else:
+        if master is not None or output is not None:
+            raise click.UsageError("--master and --output go with --engine spark")
+        with ExitStack() as stack:
+            progress = _progress(stack, targets, fmt)
+            reports = []
+            printer = _Printer(fmt)
+            for report in verify_targets(targets, options, progress):
+                reports.append(report)
+                printer.report(report)
+            code = _exit_code(reports, threshold, unreadable)
+            printer.finish(reports, code)
+    if junit:
+        from kdump.render.report import junit_xml
+
+        Path(junit).write_text(junit_xml(reports, threshold), encoding="utf-8")
+    sys.exit(code)
+
+
+def _exit_code(reports: list[PartitionReport], threshold: Severity, unreadable: bool) -> int:
+    if unreadable or any(f.code == "unreadable-file" for r in reports for f in r.findings):
+        return int(ExitCode.UNREADABLE)
+    if any((r.worst() or 0) >= threshold for r in reports):
+        return int(ExitCode.FINDINGS)
+    return int(ExitCode.OK)
+
+
+class _Printer:
+    """Streams reports as they complete, in the chosen format."""
+
+    def __init__(self, fmt: str) -> None:
+        self.fmt = fmt
+        self.console = None
+        if fmt == "rich":
+            from kdump.render.rich_tty import make_console
+
+            self.console = make_console(sys.stdout)
+
+    def report(self, r: PartitionReport) -> None:
+        from kdump.render import report as render
+
+        if self.fmt == "json":
+            for row in [*render.finding_rows(r), render.report_summary_row(r)]:
+                sys.stdout.write(json.dumps(row, separators=(",", ":")) + "\n")
+        elif self.console is not None:
+            from kdump.render.rich_tty import finding_text
+
+            for f in r.findings:
+                self.console.print(finding_text(f))
+        else:
+            sys.stdout.write("\n".join(render.report_lines(r)) + "\n")
+        sys.stdout.flush()
+
+    def finish(self, reports: list[PartitionReport], code: int) -> None:
+        _print_reports(reports, self.fmt, code, only_total=True, console=self.console)
+
+
+def _print_reports(
+    reports: list[PartitionReport], fmt: str, code: int, only_total: bool = False, console: object = None
+) -> None:
+    from kdump.render import report as render
+
+    if not only_total:
+        printer = _Printer(fmt)
+        for r in reports:
+            printer.report(r)
+        console = printer.console
+    total = render.overall_row(reports, code)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(total, separators=(",", ":")) + "\n")
+    elif console is not None:
+        from kdump.render.rich_tty import verify_table
+
+        verify_table(console, reports, code)
+    else:
+        f = total["findings"]
+        sys.stdout.write(
+            f"Total: {total['partitions']} partitions, {total['segments']} segments, {total['batches']} batches, "
+            f"{total['records']} records; {f['error']} errors, {f['warning']} warnings, {f['info']} info; "
+            f"exit {code}\n"
+        )
+    sys.stdout.flush()
+
+
+def _progress(stack: ExitStack, targets: list[Target], fmt: str) -> Callable[[int], None] | None:
+    """A progress bar on stderr for long runs at a terminal; never in JSON mode."""
+    if fmt == "json" or not sys.stderr.isatty():
+        return None
+    total = 0
+    for t in targets:
+        for root, _dirs, files in os.walk(t.path) if t.kind != "file" else [(str(t.path.parent), [], [t.path.name])]:
+            total += sum(os.path.getsize(os.path.join(root, n)) for n in files if n.endswith(".log"))
+    if total < (256 << 20):
+        return None
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    from kdump.render.rich_tty import make_console
+
+    bar = stack.enter_context(
+        Progress(
+            "verifying",
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            console=make_console(sys.stderr, stderr=True),
+            transient=True,
+        )
+    )
+    task = bar.add_task("verify", total=total)
+    return lambda n: bar.advance(task, n)

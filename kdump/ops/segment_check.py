@@ -1,0 +1,160 @@
+"""Checking one segment: its log, offset index, time index, and what partition checks need of it.
+
+`check_segment` is the unit of parallel work for `verify` (and Spark's fleet verify): it takes a
+picklable `Segment`, reads only that segment's files, and returns a picklable `SegmentResult`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kdump.errors import DecodeError, KdumpError
+from kdump.findings import Finding, make_finding
+from kdump.formats.batch import BatchHeader
+from kdump.formats.constants import ControlType
+from kdump.formats.control import decode_control_key
+from kdump.formats.offset_index import decode_offset_index
+from kdump.formats.time_index import decode_time_index
+from kdump.formats.txn_index import TxnIndexContents, decode_txn_index
+from kdump.model.segment import Segment
+from kdump.scan.events import ScanMode, ScanSummary
+from kdump.scan.index_checks import BatchSpan, BatchTable, check_offset_index, check_time_index
+from kdump.scan.log_scanner import decode_batch_records, scan_log
+from kdump.scan.source import open_buffer, read_small_file
+
+# Kinds of transaction events collected for the partition-level .txnindex check.
+TXN_DATA, TXN_COMMIT, TXN_ABORT = "data", "commit", "abort"
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentResult:
+    """What checking one segment found, and the facts partition-level checks need."""
+
+    segment: Segment
+    summary: ScanSummary | None
+    findings: tuple[Finding, ...]
+    # (epoch, first offset) each time the partition leader epoch rises within the segment
+    epochs: tuple[tuple[int, int], ...] = ()
+    # (kind, producer id, offset): first offsets of transactional batches, and markers
+    txn_events: tuple[tuple[str, int, int], ...] = ()
+    txn_index: TxnIndexContents | None = None
+    spans: tuple[BatchSpan, ...] = field(default=(), repr=False)
+
+
+def check_segment(
+    segment: Segment,
+    *,
+    deep: bool = False,
+    max_bytes: int | None = None,
+    keep_spans: bool = False,
+) -> SegmentResult:
+    """Scan a segment's log and check its indexes against it. Never raises for bad bytes."""
+    findings: list[Finding] = []
+    assert segment.log is not None
+    log_label = str(segment.log)
+    spans: list[BatchSpan] = []
+    pending: list[tuple[BatchSpan, int]] = []
+    epochs: list[tuple[int, int]] = []
+    txn_events: list[tuple[str, int, int]] = []
+    open_txn: set[int] = set()
+    summary: ScanSummary | None = None
+    last_epoch = -1
+    try:
+        with open_buffer(segment.log, max_bytes) as buf:
+            for ev in scan_log(buf, file=log_label, base_offset=segment.base_offset, deep=deep, mode=ScanMode.FORENSIC):
+                if isinstance(ev, BatchHeader):
+                    if not ev.crc_ok:
+                        continue
+                    base = ev.base_offset if ev.base_offset is not None else ev.last_offset
+                    pending.append((BatchSpan(ev.position, base, ev.last_offset, ev.max_timestamp), ev.size))
+                    if ev.partition_leader_epoch > last_epoch:
+                        last_epoch = ev.partition_leader_epoch
+                        epochs.append((last_epoch, base))
+                    if ev.is_transactional:
+                        if ev.is_control:
+                            kind = _marker_kind(buf, ev, log_label)
+                            if kind is not None:
+                                txn_events.append((kind, ev.producer_id, ev.base_offset or 0))
+                                open_txn.discard(ev.producer_id)
+                        elif ev.producer_id not in open_txn:
+                            open_txn.add(ev.producer_id)
+                            txn_events.append((TXN_DATA, ev.producer_id, base))
+                elif isinstance(ev, Finding):
+                    findings.append(ev)
+                elif isinstance(ev, ScanSummary):
+                    summary = ev
+    except KdumpError as exc:
+        findings.append(make_finding("unreadable-file", log_label, str(exc)))
+        return SegmentResult(segment, None, tuple(findings))
+    assert summary is not None
+    spans = [s for s, size in pending if s.position + size <= summary.valid_bytes]
+    table = BatchTable(spans)
+    findings.extend(_check_indexes(segment, table, summary))
+    txn_index = None
+    if segment.txnindex is not None:
+        try:
+            txn_index = decode_txn_index(read_small_file(segment.txnindex))
+        except (KdumpError, DecodeError) as exc:
+            findings.append(make_finding("unreadable-file", str(segment.txnindex), str(exc)))
+    return SegmentResult(
+        segment,
+        summary,
+        tuple(findings),
+        tuple(epochs),
+        tuple(txn_events),
+        txn_index,
+        tuple(spans) if keep_spans else (),
+    )
+
+
+def _marker_kind(buf: memoryview, h: BatchHeader, file: str) -> str | None:
+    records, _ = decode_batch_records(buf, h, file)
+    for r in records:
+        try:
+            key = decode_control_key(r.key)
+        except DecodeError:
+            return None
+        if key.type == ControlType.ABORT:
+            return TXN_ABORT
+        if key.type == ControlType.COMMIT:
+            return TXN_COMMIT
+    return None
+
+
+def _check_indexes(segment: Segment, table: BatchTable, summary: ScanSummary) -> list[Finding]:
+    out: list[Finding] = []
+    assert segment.log is not None
+    log = segment.log
+    if segment.index is None:
+        out.append(
+            make_finding(
+                "index-missing",
+                str(log.with_suffix(".index")),
+                f"segment {segment.name} has no offset index",
+            )
+        )
+    else:
+        out.extend(_index_findings(segment.index, segment.base_offset, table, summary.valid_bytes, "index"))
+    if segment.timeindex is None:
+        out.append(
+            make_finding(
+                "time-index-missing",
+                str(log.with_suffix(".timeindex")),
+                f"segment {segment.name} has no time index",
+            )
+        )
+    else:
+        out.extend(_index_findings(segment.timeindex, segment.base_offset, table, summary.valid_bytes, "timeindex"))
+    return out
+
+
+def _index_findings(path: Path, base: int, table: BatchTable, valid_bytes: int, kind: str) -> list[Finding]:
+    label = str(path)
+    try:
+        with open_buffer(path) as buf:
+            if kind == "index":
+                return list(check_offset_index(decode_offset_index(buf, base), table, valid_bytes, label))
+            return list(check_time_index(decode_time_index(buf, base), table, label))
+    except KdumpError as exc:
+        return [make_finding("unreadable-file", label, str(exc))]

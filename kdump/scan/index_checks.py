@@ -1,0 +1,264 @@
+"""Checking `.index`, `.timeindex` and `.txnindex` contents against the batches of the log.
+
+Kafka's own tool flags an offset index entry whenever its offset is not the last offset of the
+batch at its position. That is only one of the styles brokers have legitimately written: brokers up
+to 1.1 indexed a batch's base offset, followers before KAFKA-806 indexed (last offset of a chunk,
+position of the chunk's first batch), and the log cleaner keeps entries for offsets it compacted
+away. What every correct entry (O, P) shares is what lookups rely on (`OffsetIndex.lookup` then
+`FileRecords.searchForOffsetWithSize`): P is the start of a batch, and the first batch whose last
+offset is >= O starts at or after P. That is the rule checked here, so only entries that really
+break lookups are reported.
+
+A time index entry (T, O) says: T is the largest timestamp up to and including the batch holding
+offset O, which holds T (`LogSegment` appends `(maxTimestampSoFar, offsetOfMaxTimestampSoFar)`;
+the offset is the batch's last offset on current brokers and the record's own on older ones).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from kdump.findings import Finding, make_finding
+from kdump.formats.offset_index import OffsetIndexContents
+from kdump.formats.time_index import TimeIndexContents
+from kdump.formats.txn_index import AbortedTxn, TxnIndexContents
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSpan:
+    """What index checks need of one checksum-valid batch of the valid prefix."""
+
+    position: int
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+
+
+class BatchTable:
+    """Batches of a segment's valid prefix, searchable by position and by offset."""
+
+    def __init__(self, spans: Sequence[BatchSpan]) -> None:
+        self.spans = list(spans)
+        self.positions = [s.position for s in self.spans]
+        self.last_offsets = [s.last_offset for s in self.spans]
+        self.position_set = set(self.positions)
+        # The largest timestamp up to and including each batch.
+        self.prefix_max: list[int] = []
+        best = -1
+        for s in self.spans:
+            best = max(best, s.max_timestamp)
+            self.prefix_max.append(best)
+
+    def first_holding(self, offset: int) -> int | None:
+        """Index of the first batch whose last offset is >= `offset` (what a fetch would read)."""
+        i = bisect.bisect_left(self.last_offsets, offset)
+        return i if i < len(self.spans) else None
+
+
+def check_offset_index(
+    contents: OffsetIndexContents, table: BatchTable, valid_bytes: int, file: str
+) -> Iterator[Finding]:
+    """Check an offset index against the batches; see the module docstring for the rule."""
+    base = contents.base_offset
+    if contents.trailing_bytes:
+        yield make_finding(
+            "index-size-invalid",
+            file,
+            f"{contents.trailing_bytes} bytes after the last whole 8-byte entry",
+            position=contents.slot_count * 8,
+        )
+    real = len(contents.entries)
+    if contents.zero_tail_entries:
+        if contents.zero_tail_is_zero:
+            yield make_finding(
+                "index-preallocated-tail",
+                file,
+                f"{contents.zero_tail_entries} zero-filled preallocated slots after {real} entries",
+                position=real * 8,
+                slots=contents.zero_tail_entries,
+            )
+        else:
+            yield make_finding(
+                "index-not-monotonic",
+                file,
+                f"entry {real} repeats the base offset {base} but is not part of a zero-filled tail",
+                position=real * 8,
+                offset=base,
+            )
+    prev_offset = prev_position = -1
+    reported_order = False
+    for i, (offset, position) in enumerate(contents.entries):
+        at = i * 8
+        if offset < base or (i > 0 and (offset <= prev_offset or position <= prev_position)):
+            if not reported_order:
+                yield make_finding(
+                    "index-not-monotonic",
+                    file,
+                    f"entry {i} (offset {offset}, position {position}) does not follow "
+                    f"(offset {prev_offset}, position {prev_position})",
+                    position=at,
+                    offset=offset,
+                )
+                reported_order = True
+        prev_offset, prev_position = offset, position
+        if position >= valid_bytes:
+            yield make_finding(
+                "index-entry-beyond-log",
+                file,
+                f"entry for offset {offset} points at position {position}, past the valid log end {valid_bytes}",
+                position=at,
+                offset=offset,
+                log_position=position,
+            )
+            continue
+        holder = table.first_holding(offset)
+        if holder is None:
+            yield make_finding(
+                "index-entry-beyond-log",
+                file,
+                f"entry for offset {offset} is past the log's last offset "
+                f"{table.last_offsets[-1] if table.last_offsets else None}",
+                position=at,
+                offset=offset,
+                log_position=position,
+            )
+            continue
+        if position not in table.position_set:
+            yield make_finding(
+                "index-offset-mismatch",
+                file,
+                f"entry for offset {offset} points at position {position}, which is not the start of a batch",
+                position=at,
+                offset=offset,
+                log_position=position,
+            )
+        elif table.spans[holder].position < position:
+            span = table.spans[holder]
+            yield make_finding(
+                "index-offset-mismatch",
+                file,
+                f"entry for offset {offset} points at position {position}, after the batch "
+                f"{span.base_offset}..{span.last_offset} at {span.position} that holds it",
+                position=at,
+                offset=offset,
+                log_position=position,
+            )
+
+
+def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) -> Iterator[Finding]:
+    """Check a time index against the batches (see the module docstring)."""
+    base = contents.base_offset
+    if contents.trailing_bytes:
+        yield make_finding(
+            "index-size-invalid",
+            file,
+            f"{contents.trailing_bytes} bytes after the last whole 12-byte entry",
+            position=contents.slot_count * 12,
+        )
+    real = len(contents.entries)
+    if contents.zero_tail_entries:
+        if contents.zero_tail_is_zero:
+            yield make_finding(
+                "index-preallocated-tail",
+                file,
+                f"{contents.zero_tail_entries} zero-filled preallocated slots after {real} entries",
+                position=real * 12,
+                slots=contents.zero_tail_entries,
+            )
+        else:
+            yield make_finding(
+                "time-index-out-of-order",
+                file,
+                f"entry {real} repeats the base offset {base} but is not part of a zero-filled tail",
+                position=real * 12,
+                offset=base,
+            )
+    prev_ts = prev_offset = -1
+    reported_order = False
+    for i, (timestamp, offset) in enumerate(contents.entries):
+        at = i * 12
+        if offset < base or (i > 0 and (timestamp <= prev_ts or offset < prev_offset)):
+            if not reported_order:
+                yield make_finding(
+                    "time-index-out-of-order",
+                    file,
+                    f"entry {i} (timestamp {timestamp}, offset {offset}) does not follow "
+                    f"(timestamp {prev_ts}, offset {prev_offset})",
+                    position=at,
+                    offset=offset,
+                )
+                reported_order = True
+        prev_ts, prev_offset = timestamp, offset
+        holder = table.first_holding(offset)
+        if holder is None or table.spans[holder].base_offset > offset:
+            yield make_finding(
+                "time-index-offset-not-found",
+                file,
+                f"entry (timestamp {timestamp}, offset {offset}) names an offset no valid batch holds",
+                position=at,
+                offset=offset,
+            )
+            continue
+        span = table.spans[holder]
+        if span.max_timestamp != timestamp or table.prefix_max[holder] != timestamp:
+            yield make_finding(
+                "time-index-mismatch",
+                file,
+                f"entry (timestamp {timestamp}, offset {offset}): the batch {span.base_offset}..{span.last_offset} "
+                f"has max timestamp {span.max_timestamp} and the largest so far is {table.prefix_max[holder]}",
+                position=at,
+                offset=offset,
+                log_timestamp=span.max_timestamp,
+            )
+
+
+def check_txn_index(contents: TxnIndexContents, expected: Sequence[AbortedTxn], file: str) -> Iterator[Finding]:
+    """Compare a `.txnindex` with the aborted transactions the log's ABORT markers imply.
+
+    Entries are matched on producer id and last offset (the ABORT marker's offset). The first
+    offset and last stable offset are compared only where the transaction's start was seen in the
+    log (it may begin before the oldest segment kept); those unknowns are -1 in `expected`.
+    """
+    if contents.trailing_bytes:
+        yield make_finding(
+            "index-size-invalid",
+            file,
+            f"{contents.trailing_bytes} bytes after the last whole 34-byte entry",
+            position=len(contents.entries) * 34,
+        )
+    have = {(e.producer_id, e.last_offset): (i, e) for i, e in enumerate(contents.entries)}
+    want = {(e.producer_id, e.last_offset): e for e in expected}
+    for key, e in want.items():
+        if key not in have:
+            yield make_finding(
+                "txn-index-mismatch",
+                file,
+                f"no entry for the transaction of producer {e.producer_id} aborted at offset {e.last_offset}",
+                offset=e.last_offset,
+            )
+            continue
+        i, got = have[key]
+        if (e.first_offset >= 0 and got.first_offset != e.first_offset) or (
+            e.last_stable_offset >= 0 and got.last_stable_offset != e.last_stable_offset
+        ):
+            yield make_finding(
+                "txn-index-mismatch",
+                file,
+                f"entry for producer {e.producer_id} aborted at {e.last_offset} says first offset "
+                f"{got.first_offset}, last stable offset {got.last_stable_offset}; the log says "
+                f"{e.first_offset}, {e.last_stable_offset}",
+                position=i * 34,
+                offset=e.last_offset,
+            )
+    for key, (i, got) in have.items():
+        if key not in want:
+            yield make_finding(
+                "txn-index-mismatch",
+                file,
+                f"entry for producer {got.producer_id} aborted at offset {got.last_offset} has no ABORT marker "
+                "in the segment",
+                position=i * 34,
+                offset=got.last_offset,
+            )
