@@ -291,7 +291,7 @@ def scan_log(
             # rare and small, so it is always decoded.
             legacy_records = decode_batch_records(buf, header, file)
             if legacy_records[0]:
-                header = header._replace(base_offset=legacy_records[0][0][0].offset)
+                header = header._replace(base_offset=legacy_records[0][0].offset)
         if not header.crc_ok:
             if valid_end is None:
                 valid_end = pos
