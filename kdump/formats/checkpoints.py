@@ -15,9 +15,11 @@ Checkpoint files (UTF-8 text, one record per line, lines end with "\\n"):
 
 The offset checkpoints live at the top of a log directory: `recovery-point-offset-checkpoint`,
 `replication-offset-checkpoint`, `log-start-offset-checkpoint`, `cleaner-offset-checkpoint`. Fields are
-separated by any run of whitespace. Kafka's reader treats a missing version line or a missing count
-line as "no entries" (an empty file is normal: Kafka creates the file before it first writes it), checks
-the version, then parses every remaining line and finally compares their number with the count.
+separated by any run of whitespace; like Java's `String.split`, a blank at the start of a line makes an
+empty first field (so ` 0 5` in an offset checkpoint reads as topic "" partition 0). Kafka's reader
+treats a missing version line or a missing count line as "no entries" (an empty file is normal: Kafka
+creates the file before it first writes it), checks the version, then parses every remaining line and
+finally compares their number with the count.
 
 `partition.metadata` (UTF-8, written without a final newline):
 
@@ -61,6 +63,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECKPOINT_VERSION",
+    "CLEAN_SHUTDOWN_VERSION",
+    "PARTITION_METADATA_VERSION",
     "CleanShutdown",
     "EpochEntry",
     "LeaderEpochCheckpoint",
@@ -92,10 +96,12 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # Java's regex \s is ASCII-only, unlike Python's.
 _JAVA_WHITESPACE = re.compile(r"[ \t\n\x0b\f\r]+")
 _PARTITION_METADATA_SEPARATOR = re.compile(r":[ \t\n\x0b\f\r]+")
-_DECIMAL = re.compile(r"[+-]?[0-9]+")
+# Java's parseInt/parseLong take any Unicode decimal digit, as Python's \d and int() do.
+_DECIMAL = re.compile(r"[+-]?\d+")
 _BASE64URL_UUID = re.compile(r"[A-Za-z0-9_-]{22}(?:==)?")
 _PROPERTIES_BLANK = " \t\f"
 _PROPERTIES_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_PROPERTIES_ESCAPE_CODES = {char: code for code, char in _PROPERTIES_ESCAPES.items()}
 
 
 class EpochEntry(NamedTuple):
@@ -403,7 +409,7 @@ def _unescape_property(text: str) -> str:
             out.append(char)
             continue
         if position >= len(text):
-            break
+            break  # unreachable from a file: the line reader drops an unpaired final backslash
         char = text[position]
         position += 1
         if char == "u":
@@ -424,7 +430,7 @@ def _escape_property(text: str, *, is_key: bool) -> str:
         if char == " ":
             out.append("\\ " if is_key or position == 0 else " ")
         elif char in "\t\n\r\f":
-            out.append("\\" + {"\t": "t", "\n": "n", "\r": "r", "\f": "f"}[char])
+            out.append("\\" + _PROPERTIES_ESCAPE_CODES[char])
         elif char in "\\=:#!":
             out.append("\\" + char)
         elif " " < char <= "~":
@@ -456,9 +462,9 @@ def decode_clean_shutdown(data: _Text) -> CleanShutdown:
         raise CorruptFieldError(f"Clean shutdown file holds {type(content).__name__}, not a JSON object")
     version = content.get("version", 0)
     broker_epoch = content.get("brokerEpoch")
-    if not _is_json_int(version) or version not in _INT32:
+    if not _is_int(version) or version not in _INT32:
         raise CorruptFieldError(f"Clean shutdown file has a malformed version: {version!r}")
-    if broker_epoch is not None and (not _is_json_int(broker_epoch) or broker_epoch not in _INT64):
+    if broker_epoch is not None and (not _is_int(broker_epoch) or broker_epoch not in _INT64):
         raise CorruptFieldError(f"Clean shutdown file has a malformed brokerEpoch: {broker_epoch!r}")
     return CleanShutdown(version=version, broker_epoch=broker_epoch)
 
@@ -474,7 +480,7 @@ def _reject_json_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def _is_json_int(value: object) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -507,7 +513,6 @@ def _java_split(line: str) -> list[str]:
 
 
 def _parse_java_int(text: str, bounds: range) -> int | None:
-    # Java's parseInt/parseLong also take non-ASCII digits; no Kafka writer produces them.
     if not _DECIMAL.fullmatch(text):
         return None
     value = int(text)
@@ -515,5 +520,5 @@ def _parse_java_int(text: str, bounds: range) -> int | None:
 
 
 def _require_range(name: str, value: int, bounds: range) -> None:
-    if not _is_json_int(value) or value not in bounds:
+    if not _is_int(value) or value not in bounds:
         raise CorruptFieldError(f"The {name} {value} is outside {bounds.start}..{bounds.stop - 1}")

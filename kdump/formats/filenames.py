@@ -35,6 +35,7 @@ __all__ = [
     "BOOTSTRAP_CHECKPOINT",
     "CLEANER_OFFSET_CHECKPOINT",
     "CLEAN_SHUTDOWN_FILE",
+    "CLUSTER_METADATA_PARTITION_DIR",
     "LEADER_EPOCH_CHECKPOINT",
     "LOCK_FILE",
     "LOG_DIR_FILES",
@@ -81,6 +82,9 @@ LOG_DIR_FILES = OFFSET_CHECKPOINT_FILES | {
     CLEAN_SHUTDOWN_FILE,
     BOOTSTRAP_CHECKPOINT,
 }
+
+# The KRaft metadata log's partition directory (in `metadata.log.dir`).
+CLUSTER_METADATA_PARTITION_DIR = "__cluster_metadata-0"
 
 # Partition-directory level files (quorum-state only in the KRaft metadata partition).
 PARTITION_METADATA = "partition.metadata"
@@ -134,7 +138,9 @@ _REMOTE_SEGMENT_RE = re.compile(r"([0-9]+)-([A-Za-z0-9_-]{22})\.(log|index|timei
 # Kafka's patterns for suffixed directories use \S, Java's non-whitespace class.
 _NON_BLANK = r"[^ \t\n\x0b\f\r]+"
 _SUFFIXED_DIR_RE = re.compile(rf"({_NON_BLANK})-({_NON_BLANK})\.({_NON_BLANK})-(delete|future|stray)")
-_PARTITION_RE = re.compile(r"[0-9]+")
+# Kafka parses the partition with Integer.parseInt, which takes a "+" and any Unicode decimal digit; a "-"
+# cannot reach it, as the name is split at its last "-".
+_PARTITION_RE = re.compile(r"\+?\d+")
 
 
 @dataclass(frozen=True, slots=True)

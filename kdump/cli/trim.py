@@ -1,0 +1,108 @@
+"""`kdump trim-tail`: the broker's tail recovery, shown first and applied only when asked."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kdump.cli.exit_codes import ExitCode
+from kdump.cli.output import format_option, resolve_format
+from kdump.cli.repair import discover_all, repair_options, write_rows
+from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
+
+
+@click.command("trim-tail")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@repair_options
+@click.option("--to-offset", type=click.IntRange(min=0), help="Truncate the partition so this offset and later go.")
+@click.option(
+    "--drop-later-segments",
+    is_flag=True,
+    help="Also move the segments after the cut into the backup dir, as the broker deletes them.",
+)
+@format_option
+def trim_command(
+    paths: tuple[str, ...],
+    apply: bool,
+    backup_dir: Path | None,
+    to_offset: int | None,
+    drop_later_segments: bool,
+    fmt: str | None,
+) -> None:
+    """Cut a torn or corrupt segment tail exactly where the broker's recovery would.
+
+    PATH is a segment .log or a partition directory (the first segment with invalid bytes is cut,
+    normally the last). A dry run by default: it shows the cut position, the bytes, batches,
+    offsets and timestamps that would go, and how many valid batches a forensic scan still finds
+    after the cut (salvage them with `kdump dump` first). --apply keeps every removed byte in the
+    backup dir, truncates, fsyncs and rebuilds the segment's indexes; `kdump restore` undoes it.
+
+    \b
+    Exit codes: 0 nothing to do or done, 1 changes would be made (dry run), 2 usage,
+    3 cannot read or write, 4 refused (a broker holds the log dir's .lock).
+
+    \b
+    Examples:
+      kdump trim-tail /var/lib/kafka/data/orders-0
+      kdump trim-tail --apply /var/lib/kafka/data/orders-0
+      kdump trim-tail --to-offset 5000 --apply orders-0
+    """
+    fmt = resolve_format(fmt)
+    targets, failed = discover_all(paths)
+    plans: list[TrimPlan] = []
+    for t in targets:
+        plans.extend(plan_trim_tail(t, to_offset=to_offset, drop_later_segments=drop_later_segments))
+    rows = []
+    pending = [p for p in plans if p.needed]
+    for plan in plans:
+        row = plan.to_row()
+        row["applied"] = False
+        rows.append(row)
+        if fmt != "json":
+            click.echo(_describe(plan))
+    if apply:
+        for plan, row in zip(plans, rows, strict=True):
+            if not plan.needed:
+                continue
+            result = apply_trim_tail(plan, backup_dir if len(pending) == 1 else _sub(backup_dir, plan))
+            row["applied"] = True
+            row["backup_dir"] = str(result.backup_dir)
+            if fmt != "json":
+                click.echo(
+                    f"trimmed {result.removed_bytes} bytes from {result.truncated}, moved {len(result.moved)} files, "
+                    f"rebuilt {len(result.reindexed)} index files; backup in {result.backup_dir} "
+                    f"(undo: kdump restore {result.backup_dir})"
+                )
+    if fmt == "json":
+        write_rows(rows)
+    elif pending and not apply:
+        click.echo("run again with --apply to make these changes")
+    if failed:
+        sys.exit(ExitCode.UNREADABLE)
+    sys.exit(ExitCode.FINDINGS if pending and not apply else ExitCode.OK)
+
+
+def _describe(p: TrimPlan) -> str:
+    if p.segment is None:
+        return f"{p.label}: nothing to trim"
+    offsets = (
+        "no batches"
+        if p.removed_first_offset is None
+        else f"{p.removed_batches} batches, offsets {p.removed_first_offset}..{p.removed_last_offset}"
+    )
+    times = "" if p.removed_min_timestamp is None else f", timestamps {p.removed_min_timestamp}..{p.removed_max_timestamp}"
+    later = ""
+    if p.later_segments:
+        verb = "would move" if p.drop_later_segments else "the broker would also delete"
+        later = f"; {verb} {len(p.later_segments)} later segments"
+    return (
+        f"{p.segment.log}: cut at position {p.cut_position} of {p.size} ({p.reason}); removes {p.removed_bytes} bytes, "
+        f"{offsets}{times}; {p.salvageable_batches} valid batches after the cut could be salvaged{later}; "
+        f"new log end offset {p.new_log_end_offset}"
+    )
+
+
+def _sub(backup_dir: Path | None, plan: TrimPlan) -> Path | None:
+    return None if backup_dir is None else backup_dir / plan.root.name

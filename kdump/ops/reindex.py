@@ -1,0 +1,300 @@
+"""`reindex`: rebuild `.index`, `.timeindex` and `.txnindex` exactly as the broker's recovery does.
+
+`build_segment_indexes` mirrors `LogSegment.recover` over the valid prefix of the log (the batches
+recovery keeps):
+
+- for each batch, first the largest timestamp so far is updated from its header
+  (`maxTimestamp`, with the batch's last offset);
+- then, when more than `index.interval.bytes` have accumulated since the last entry
+  (`validBytes - lastIndexEntry > interval`), an offset index entry (last offset of the batch,
+  position of the batch) is added, and a time index entry (largest timestamp so far, its offset)
+  when that timestamp is above the last entry's (`TimeIndex.maybeAppend`);
+- at the end the time index gets its final entry the same way, which every closed segment has.
+
+The first batch of a segment is never indexed. Files hold exactly entries x entry size (no
+preallocated tail). The `.txnindex` is rebuilt from the ABORT markers with producer state carried
+across the partition's segments, as recovery does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kdump.errors import KdumpError
+from kdump.formats.offset_index import OffsetIndexEntry, decode_offset_index, encode_offset_index
+from kdump.formats.time_index import TimeIndexEntry, decode_time_index, encode_time_index
+from kdump.formats.txn_index import AbortedTxn, decode_txn_index, encode_txn_index
+from kdump.model.log_dir import Target
+from kdump.model.partition import PartitionDir
+from kdump.model.segment import Segment
+from kdump.ops.safety import Journal, default_backup_dir, log_dir_lock
+from kdump.ops.segment_check import SegmentResult, check_segment
+from kdump.ops.verify import expected_aborts
+from kdump.scan.index_checks import BatchSpan
+
+DEFAULT_INDEX_INTERVAL_BYTES = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentSizes:
+    """A batch span plus its size, as index building needs."""
+
+    span: BatchSpan
+    size: int
+
+
+def build_segment_indexes(
+    batches: Iterable[tuple[int, int, int, int]], interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+) -> tuple[list[OffsetIndexEntry], list[TimeIndexEntry]]:
+    """Index entries for a segment's valid batches, as `LogSegment.recover` writes them.
+
+    Args:
+        batches: (position, size, last offset, max timestamp) of each valid batch, in order.
+        interval_bytes: the topic's `index.interval.bytes`.
+    """
+    offset_entries: list[OffsetIndexEntry] = []
+    time_entries: list[TimeIndexEntry] = []
+    max_ts = -1
+    offset_of_max = -1
+    last_time_ts = -1
+    last_entry_position = 0
+    for position, size, last_offset, max_timestamp in batches:
+        if max_timestamp > max_ts:
+            max_ts = max_timestamp
+            offset_of_max = last_offset
+        if position - last_entry_position > interval_bytes:
+            offset_entries.append(OffsetIndexEntry(last_offset, position))
+            if max_ts > last_time_ts:
+                time_entries.append(TimeIndexEntry(max_ts, offset_of_max))
+                last_time_ts = max_ts
+            last_entry_position = position
+        del size
+    if max_ts > last_time_ts:
+        time_entries.append(TimeIndexEntry(max_ts, offset_of_max))
+    return offset_entries, time_entries
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """How one index file would change."""
+
+    path: Path
+    kind: str  # "index" | "timeindex" | "txnindex"
+    exists: bool
+    old_entries: int
+    new_entries: int
+    missing: int  # entries the rebuild has that the file lacks
+    extra: int  # entries the file has that the rebuild does not
+    changed: int  # same slot, different entry
+    stale: int  # entries pointing past the valid log end
+    preallocated_slots: int
+    data: bytes = field(repr=False)
+
+    @property
+    def describe(self) -> str:
+        """One line saying what differs."""
+        if not self.exists:
+            return f"create {self.kind} with {self.new_entries} entries"
+        parts = [f"{n} {what}" for n, what in ((self.missing, "missing"), (self.extra, "extra"),
+                                               (self.changed, "changed"), (self.stale, "stale beyond the log end"))
+                 if n]
+        if self.preallocated_slots:
+            parts.append(f"{self.preallocated_slots} preallocated slots trimmed")
+        if not parts:
+            parts.append("bytes differ")
+        return f"{self.kind}: {self.old_entries} -> {self.new_entries} entries ({', '.join(parts)})"
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentPlan:
+    """The rebuild of one segment's indexes."""
+
+    segment: Segment
+    valid_bytes: int
+    changes: tuple[FileChange, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReindexPlan:
+    """What reindex would write, per partition (or segment) given."""
+
+    label: str
+    root: Path
+    log_dir: Path | None
+    segments: tuple[SegmentPlan, ...]
+
+    @property
+    def changes(self) -> list[FileChange]:
+        """Every file that would change."""
+        return [c for s in self.segments for c in s.changes]
+
+
+def _diff(old: Sequence[tuple[int, int]], new: Sequence[tuple[int, int]]) -> tuple[int, int, int]:
+    old_set, new_set = set(old), set(new)
+    changed = sum(1 for a, b in zip(old, new, strict=False) if a != b and a not in new_set and b not in old_set)
+    missing = len(new_set - old_set) - changed
+    extra = len(old_set - new_set) - changed
+    return max(missing, 0), max(extra, 0), changed
+
+
+def _read(path: Path | None) -> bytes | None:
+    if path is None or not path.exists():
+        return None
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise KdumpError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def plan_segment(
+    result: SegmentResult, aborts: Sequence[AbortedTxn], interval_bytes: int
+) -> SegmentPlan:
+    """Compare a segment's index files with their rebuild."""
+    seg = result.segment
+    assert seg.log is not None and result.summary is not None
+    valid = result.summary.valid_bytes
+    spans = [(s.position, 0, s.last_offset, s.max_timestamp) for s in result.spans]
+    offset_entries, time_entries = build_segment_indexes(spans, interval_bytes)
+    changes: list[FileChange] = []
+
+    index_path = seg.index or seg.log.with_suffix(".index")
+    new = encode_offset_index(offset_entries, seg.base_offset)
+    old = _read(seg.index)
+    if old != new:
+        old_entries: list[tuple[int, int]] = []
+        prealloc = 0
+        if old is not None:
+            c = decode_offset_index(old, seg.base_offset)
+            old_entries = [tuple(e) for e in c.entries]  # type: ignore[misc]
+            prealloc = c.zero_tail_entries
+        missing, extra, changed = _diff(old_entries, [tuple(e) for e in offset_entries])  # type: ignore[misc]
+        stale = sum(1 for _o, p in old_entries if p >= valid)
+        changes.append(
+            FileChange(index_path, "index", old is not None, len(old_entries), len(offset_entries), missing, extra,
+                       changed, stale, prealloc, new)
+        )
+
+    time_path = seg.timeindex or seg.log.with_suffix(".timeindex")
+    new = encode_time_index(time_entries, seg.base_offset)
+    old = _read(seg.timeindex)
+    if old != new:
+        old_t: list[tuple[int, int]] = []
+        prealloc = 0
+        if old is not None:
+            t = decode_time_index(old, seg.base_offset)
+            old_t = [tuple(e) for e in t.entries]  # type: ignore[misc]
+            prealloc = t.zero_tail_entries
+        missing, extra, changed = _diff(old_t, [tuple(e) for e in time_entries])  # type: ignore[misc]
+        last = result.summary.last_offset
+        stale = sum(1 for _ts, o in old_t if last is not None and o > last)
+        changes.append(
+            FileChange(time_path, "timeindex", old is not None, len(old_t), len(time_entries), missing, extra,
+                       changed, stale, prealloc, new)
+        )
+
+    txn_path = seg.txnindex or seg.log.with_suffix(".txnindex")
+    old = _read(seg.txnindex)
+    if old is not None or aborts:
+        new = encode_txn_index(aborts)
+        if old != new:
+            old_a = list(decode_txn_index(old).entries) if old is not None else []
+            missing, extra, changed = _diff(
+                [(a.producer_id, a.last_offset) for a in old_a], [(a.producer_id, a.last_offset) for a in aborts]
+            )
+            changes.append(
+                FileChange(txn_path, "txnindex", old is not None, len(old_a), len(aborts), missing, extra,
+                           changed, 0, 0, new)
+            )
+    return SegmentPlan(seg, valid, tuple(changes))
+
+
+def plan_reindex(
+    target: Target, *, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+) -> list[ReindexPlan]:
+    """Plan the rebuild for a target: a segment file, a partition directory or a log dir."""
+    plans: list[ReindexPlan] = []
+    if target.kind == "file":
+        from kdump.ops.verify import _segments_of_file
+
+        segments = _segments_of_file(target.path)
+        results = [check_segment(s, keep_spans=True) for s in segments]
+        # A lone segment: transactions that began in earlier segments are unknown (-1 fields).
+        aborts = expected_aborts(results)
+        plans.append(_plan(target.given, target.path.parent, target.log_dir_path, results, aborts, interval_bytes))
+        return plans
+    for part in target.partitions():
+        plans.append(plan_partition(part, target.log_dir_path, interval_bytes=interval_bytes))
+    return plans
+
+
+def plan_partition(
+    part: PartitionDir, log_dir: Path | None, *, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+) -> ReindexPlan:
+    """Plan the rebuild of every segment of a partition."""
+    results = [check_segment(s, keep_spans=True) for s in part.segments]
+    return _plan(str(part.path), part.path, log_dir, results, expected_aborts(results), interval_bytes)
+
+
+def _plan(
+    label: str,
+    root: Path,
+    log_dir: Path | None,
+    results: Sequence[SegmentResult],
+    aborts: Sequence[Sequence[AbortedTxn]],
+    interval_bytes: int,
+) -> ReindexPlan:
+    segs = []
+    log_start = next((r.summary.first_offset for r in results if r.summary and r.summary.first_offset is not None), 0)
+    for r, a in zip(results, aborts, strict=True):
+        if r.summary is None:
+            continue
+        segs.append(plan_segment(r, resolve_aborts(a, r, log_start), interval_bytes))
+    return ReindexPlan(label, root, log_dir, tuple(segs))
+
+
+def resolve_aborts(expected: Sequence[AbortedTxn], result: SegmentResult, log_start: int) -> list[AbortedTxn]:
+    """Fill in what the log alone cannot tell (a transaction begun before the oldest segment kept).
+
+    The existing `.txnindex` entry for the same producer and marker is kept where there is one;
+    otherwise the transaction is taken to start at the log start offset, which is where the
+    broker's READ_COMMITTED filtering can begin anyway.
+    """
+    existing = {(e.producer_id, e.last_offset): e for e in (result.txn_index.entries if result.txn_index else ())}
+    out = []
+    for e in expected:
+        if e.first_offset >= 0 and e.last_stable_offset >= 0:
+            out.append(e)
+            continue
+        old = existing.get((e.producer_id, e.last_offset))
+        if old is not None:
+            out.append(old)
+        else:
+            first = e.first_offset if e.first_offset >= 0 else log_start
+            lso = e.last_stable_offset if e.last_stable_offset >= 0 else first
+            out.append(AbortedTxn(0, e.producer_id, first, e.last_offset, lso))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    """What an apply wrote, and where the backups are."""
+
+    backup_dir: Path | None
+    written: tuple[Path, ...]
+
+
+def apply_reindex(plan: ReindexPlan, backup_dir: Path | None = None) -> ApplyResult:
+    """Write the planned index files: backup, temporary file, fsync, rename, fsync the directory."""
+    changes = plan.changes
+    if not changes:
+        return ApplyResult(None, ())
+    with log_dir_lock(plan.log_dir):
+        bdir = backup_dir or default_backup_dir(plan.root, plan.log_dir)
+        journal = Journal.create(bdir, plan.root, "reindex")
+        written = []
+        for change in changes:
+            journal.replace(change.path, change.data)
+            written.append(change.path)
+        return ApplyResult(bdir, tuple(written))

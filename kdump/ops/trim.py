@@ -1,0 +1,252 @@
+"""`trim-tail`: the broker's tail recovery, planned and shown first, applied only when asked.
+
+On restart after an unclean shutdown the broker recovers each unflushed segment
+(`LogSegment.recover`): it truncates the segment at the first batch that fails `ensureValid()`
+(size or checksum) or is incomplete at the end of the file, and deletes every later segment
+(`LogLoader.recoverLog`). `plan_trim_tail` computes that cut from the scanner's `valid_bytes`
+(the same figure in forensic and recovery mode) and says what would go, including the valid
+batches a forensic resync still finds after the cut, which the broker would throw away.
+
+`--to-offset` mirrors `UnifiedLog.truncateTo`: the log is cut at the start of the first batch
+whose last offset is at or above the offset (batches are never split), and later segments go.
+
+Applying backs up every removed byte and moved file (`kdump restore` puts them back), truncates,
+fsyncs, and rebuilds the trimmed segment's indexes with the reindex rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kdump.errors import RefusedError
+from kdump.formats.batch import BatchHeader
+from kdump.model.log_dir import Target
+from kdump.model.partition import PartitionDir
+from kdump.model.segment import Segment
+from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, plan_segment, resolve_aborts
+from kdump.ops.safety import Journal, default_backup_dir, log_dir_lock
+from kdump.ops.segment_check import check_segment
+from kdump.ops.verify import expected_aborts
+from kdump.scan.events import ScanSummary
+from kdump.scan.log_scanner import scan_log
+from kdump.scan.source import open_buffer
+
+
+@dataclass(frozen=True, slots=True)
+class TrimPlan:
+    """What trim-tail would do to one partition (or segment)."""
+
+    label: str
+    root: Path
+    log_dir: Path | None
+    segment: Segment | None  # the segment to cut; None when nothing needs cutting
+    size: int
+    cut_position: int
+    removed_bytes: int
+    removed_batches: int
+    removed_first_offset: int | None
+    removed_last_offset: int | None
+    removed_min_timestamp: int | None
+    removed_max_timestamp: int | None
+    salvageable_batches: int
+    reason: str
+    later_segments: tuple[Segment, ...]
+    drop_later_segments: bool
+    new_log_end_offset: int | None
+
+    @property
+    def needed(self) -> bool:
+        """Whether anything would change."""
+        return self.removed_bytes > 0 or (self.drop_later_segments and bool(self.later_segments))
+
+    def to_row(self) -> dict[str, object]:
+        """The plan as a JSON object."""
+        return {
+            "type": "trim-plan",
+            "partition": self.label,
+            "segment": None if self.segment is None else str(self.segment.log),
+            "size": self.size,
+            "cut_position": self.cut_position,
+            "removed_bytes": self.removed_bytes,
+            "removed_batches": self.removed_batches,
+            "removed_first_offset": self.removed_first_offset,
+            "removed_last_offset": self.removed_last_offset,
+            "removed_min_timestamp": self.removed_min_timestamp,
+            "removed_max_timestamp": self.removed_max_timestamp,
+            "salvageable_batches": self.salvageable_batches,
+            "reason": self.reason,
+            "later_segments": [str(s.log) for s in self.later_segments],
+            "drop_later_segments": self.drop_later_segments,
+            "new_log_end_offset": self.new_log_end_offset,
+        }
+
+
+def _tail_facts(seg: Segment, cut: int) -> tuple[int, int | None, int | None, int | None, int | None, int, str, ScanSummary]:
+    """Batches after `cut` (forensic scan), and why the cut is where it is."""
+    assert seg.log is not None
+    batches = 0
+    first = last = min_ts = max_ts = None
+    salvage = 0
+    reason = "end of file"
+    summary: ScanSummary | None = None
+    with open_buffer(seg.log) as buf:
+        for ev in scan_log(buf, file=str(seg.log), base_offset=seg.base_offset):
+            if isinstance(ev, BatchHeader) and ev.position >= cut:
+                batches += 1
+                if ev.crc_ok:
+                    salvage += 1
+                low = ev.base_offset if ev.base_offset is not None else ev.last_offset
+                first = low if first is None else min(first, low)
+                last = ev.last_offset if last is None else max(last, ev.last_offset)
+                if ev.max_timestamp >= 0:
+                    min_ts = ev.max_timestamp if min_ts is None else min(min_ts, ev.max_timestamp)
+                    max_ts = ev.max_timestamp if max_ts is None else max(max_ts, ev.max_timestamp)
+            elif isinstance(ev, ScanSummary):
+                summary = ev
+            elif hasattr(ev, "code") and getattr(ev, "position", None) == cut and reason == "end of file":
+                reason = f"{ev.code}: {ev.message}"  # type: ignore[attr-defined]
+    assert summary is not None
+    return batches, first, last, min_ts, max_ts, salvage, reason, summary
+
+
+def plan_trim_tail(
+    target: Target, *, to_offset: int | None = None, drop_later_segments: bool = False
+) -> list[TrimPlan]:
+    """Plan the trim for each partition of a target (or the one segment file given)."""
+    if target.kind == "file":
+        from kdump.ops.verify import _segments_of_file
+
+        segs = _segments_of_file(target.path)
+        if not segs:
+            raise RefusedError(f"{target.given} is not a segment .log file")
+        return [_plan_segments(target.given, target.path.parent, target.log_dir_path, segs, to_offset, False)]
+    return [
+        _plan_segments(str(p.path), p.path, target.log_dir_path, p.segments, to_offset, drop_later_segments)
+        for p in target.partitions()
+    ]
+
+
+def plan_partition(part: PartitionDir, log_dir: Path | None, **kwargs: object) -> TrimPlan:
+    """Plan the trim of one partition directory."""
+    return _plan_segments(str(part.path), part.path, log_dir, part.segments, **kwargs)  # type: ignore[arg-type]
+
+
+def _plan_segments(
+    label: str,
+    root: Path,
+    log_dir: Path | None,
+    segments: list[Segment],
+    to_offset: int | None = None,
+    drop_later_segments: bool = False,
+) -> TrimPlan:
+    chosen: Segment | None = None
+    cut = 0
+    size = 0
+    later: tuple[Segment, ...] = ()
+    summaries: list[ScanSummary] = []
+    for i, seg in enumerate(segments):
+        assert seg.log is not None
+        if to_offset is not None:
+            if i + 1 < len(segments) and segments[i + 1].base_offset <= to_offset:
+                continue
+            pos, seg_size = _position_of_offset(seg, to_offset)
+            chosen, cut, size, later = seg, pos, seg_size, tuple(segments[i + 1 :])
+            drop_later_segments = True  # truncateTo removes everything after the offset
+            break
+        with open_buffer(seg.log) as buf:
+            summary = None
+            for ev in scan_log(buf, file=str(seg.log), base_offset=seg.base_offset, resync=False):
+                if isinstance(ev, ScanSummary):
+                    summary = ev
+        assert summary is not None
+        summaries.append(summary)
+        if summary.valid_bytes < summary.size:
+            chosen, cut, size, later = seg, summary.valid_bytes, summary.size, tuple(segments[i + 1 :])
+            break
+    if chosen is None:
+        return TrimPlan(label, root, log_dir, None, 0, 0, 0, 0, None, None, None, None, 0, "nothing to trim",
+                        (), drop_later_segments, None)
+    batches, first, last, min_ts, max_ts, salvage, reason, summary = _tail_facts(chosen, cut)
+    if to_offset is not None:
+        reason = f"truncate to offset {to_offset}"
+    new_end = _last_offset_before(chosen, cut)
+    return TrimPlan(
+        label, root, log_dir, chosen, size, cut, size - cut, batches, first, last, min_ts, max_ts, salvage, reason,
+        later, drop_later_segments, None if new_end is None else new_end + 1,
+    )
+
+
+def _last_offset_before(seg: Segment, cut: int) -> int | None:
+    assert seg.log is not None
+    last = None
+    with open_buffer(seg.log, cut) as buf:
+        for ev in scan_log(buf, file=str(seg.log), resync=False):
+            if isinstance(ev, BatchHeader) and ev.crc_ok:
+                last = ev.last_offset
+    return last if last is not None else (seg.base_offset - 1)
+
+
+def _position_of_offset(seg: Segment, offset: int) -> tuple[int, int]:
+    """Start of the first batch whose last offset is >= offset (`LogSegment.truncateTo`)."""
+    assert seg.log is not None
+    with open_buffer(seg.log) as buf:
+        size = len(buf)
+        for ev in scan_log(buf, file=str(seg.log), resync=False):
+            if isinstance(ev, BatchHeader) and ev.last_offset >= offset:
+                return ev.position, size
+            if isinstance(ev, ScanSummary):
+                return ev.valid_bytes, size
+    return size, size
+
+
+@dataclass(frozen=True, slots=True)
+class TrimResult:
+    """What an applied trim did."""
+
+    backup_dir: Path | None
+    truncated: Path | None
+    removed_bytes: int
+    moved: tuple[Path, ...]
+    reindexed: tuple[Path, ...]
+
+
+def apply_trim_tail(
+    plan: TrimPlan, backup_dir: Path | None = None, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+) -> TrimResult:
+    """Carry out a plan: back up, truncate, fsync, move later segments aside, rebuild indexes."""
+    if not plan.needed or plan.segment is None:
+        return TrimResult(None, None, 0, (), ())
+    seg = plan.segment
+    assert seg.log is not None
+    with log_dir_lock(plan.log_dir):
+        bdir = backup_dir or default_backup_dir(plan.root, plan.log_dir)
+        journal = Journal.create(bdir, plan.root, "trim-tail")
+        journal.truncate(seg.log, plan.cut_position)
+        moved: list[Path] = []
+        if plan.drop_later_segments:
+            for later in plan.later_segments:
+                for p in (later.log, later.index, later.timeindex, later.txnindex):
+                    if p is not None and p.exists():
+                        journal.move_out(p)
+                        moved.append(p)
+            if plan.new_log_end_offset is not None:
+                for snap in sorted(plan.root.glob("*.snapshot")):
+                    try:
+                        snap_offset = int(snap.name.split(".")[0])
+                    except ValueError:
+                        continue
+                    if snap_offset > plan.new_log_end_offset:
+                        journal.move_out(snap)
+                        moved.append(snap)
+        # Producer state for the .txnindex comes from every segment up to this one.
+        earlier = [s for s in PartitionDir.load(plan.root).segments if s.base_offset < seg.base_offset]
+        results = [check_segment(s) for s in earlier] + [check_segment(seg, keep_spans=True)]
+        aborts = expected_aborts(results)[-1]
+        log_start = next((r.summary.first_offset for r in results if r.summary and r.summary.first_offset is not None), 0)
+        seg_plan = plan_segment(results[-1], resolve_aborts(aborts, results[-1], log_start), interval_bytes)
+        reindexed = []
+        for change in seg_plan.changes:
+            journal.replace(change.path, change.data)
+            reindexed.append(change.path)
+        return TrimResult(bdir, seg.log, plan.removed_bytes, tuple(moved), tuple(reindexed))
