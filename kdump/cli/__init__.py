@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -12,7 +13,44 @@ from kdump.cli.exit_codes import ExitCode
 from kdump.errors import KdumpError, LogDirLockedError, RefusedError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# Commands are imported only when used, so `kdump seek-by-time` does not pay for verify's imports.
+COMMANDS = {
+    "dump": ("kdump.cli.dump", "dump_command"),
+    "verify": ("kdump.cli.verify", "verify_command"),
+    "reindex": ("kdump.cli.reindex", "reindex_command"),
+    "seek-by-time": ("kdump.cli.seek", "seek_command"),
+    "trim-tail": ("kdump.cli.trim", "trim_command"),
+    "restore": ("kdump.cli.restore", "restore_command"),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a command's module on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command, in a fixed order."""
+        return [name for name in COMMANDS if self.get_command(ctx, name) is not None]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """Import and return the command, or None for an unknown name."""
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module_name, attr = entry
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            return None
+        command: click.Command = getattr(module, attr)
+        self.commands[cmd_name] = command
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="kdump")
 def cli() -> None:
     """Forensic dump, verify and repair for Apache Kafka's on-disk logs.
@@ -24,29 +62,6 @@ def cli() -> None:
     Shell completion (bash, zsh, fish):
       eval "$(_KDUMP_COMPLETE=bash_source kdump)"
     """
-
-
-def _register() -> None:
-    from kdump.cli.dump import dump_command
-
-    cli.add_command(dump_command)
-    for module, name in (
-        ("kdump.cli.verify", "verify_command"),
-        ("kdump.cli.reindex", "reindex_command"),
-        ("kdump.cli.seek", "seek_command"),
-        ("kdump.cli.trim", "trim_command"),
-        ("kdump.cli.restore", "restore_command"),
-    ):
-        try:
-            mod = __import__(module, fromlist=[name])
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            continue
-        cli.add_command(getattr(mod, name))
-
-
-_register()
 
 
 def main() -> None:

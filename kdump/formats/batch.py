@@ -43,7 +43,7 @@ import struct
 import zlib
 from typing import NamedTuple
 
-import crc32c as _crc32c
+from kdump.formats.checksums import crc32c as _crc32c_fn
 
 from kdump.formats.constants import (
     COMPRESSION_MASK,
@@ -59,7 +59,6 @@ from kdump.formats.constants import (
 
 Buffer = bytes | bytearray | memoryview
 
-_crc32c_fn = _crc32c.crc32c
 
 # offset, length, [4 bytes: leader epoch or crc], magic
 ENTRY_PREFIX = struct.Struct(">qi4xb")
@@ -154,11 +153,15 @@ def legacy_crc(buf: Buffer, position: int, size: int) -> int:
     return zlib.crc32(buf[position + 16 : position + size]) & 0xFFFFFFFF
 
 
+_tuple_new = tuple.__new__
+_unpack_v2 = V2_HEADER.unpack_from
+
+
 def decode_v2_header(buf: Buffer, position: int, size: int) -> BatchHeader:
     """Decode the 61-byte header of the v2 batch at `position` whose whole size is `size`.
 
     The caller has checked that `size >= 61` bytes are in `buf`. The CRC is computed over the
-    buffer in place, with no copy.
+    buffer in place, with no copy. (This runs once per batch: the tuple is built directly.)
     """
     (
         base_offset,
@@ -174,30 +177,33 @@ def decode_v2_header(buf: Buffer, position: int, size: int) -> BatchHeader:
         producer_epoch,
         base_sequence,
         count,
-    ) = V2_HEADER.unpack_from(buf, position)
-    computed = int(_crc32c_fn(buf[position + V2_ATTRIBUTES_POSITION : position + size]))
-    return BatchHeader(
-        position,
-        base_offset,
-        base_offset + last_delta,
-        count,
-        size,
-        magic,
-        crc,
-        crc == computed,
-        computed,
-        attributes,
-        attributes & COMPRESSION_MASK,
-        (attributes & TIMESTAMP_TYPE_MASK) >> 3,
-        base_ts,
-        max_ts,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        leader_epoch,
-        bool(attributes & TRANSACTIONAL_MASK),
-        bool(attributes & CONTROL_MASK),
-        bool(attributes & DELETE_HORIZON_MASK),
+    ) = _unpack_v2(buf, position)
+    computed = _crc32c_fn(buf[position + V2_ATTRIBUTES_POSITION : position + size])
+    return _tuple_new(  # type: ignore[no-any-return]
+        BatchHeader,
+        (
+            position,
+            base_offset,
+            base_offset + last_delta,
+            count,
+            size,
+            magic,
+            crc,
+            crc == computed,
+            computed,
+            attributes,
+            attributes & COMPRESSION_MASK,
+            (attributes & TIMESTAMP_TYPE_MASK) >> 3,
+            base_ts,
+            max_ts,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            leader_epoch,
+            bool(attributes & TRANSACTIONAL_MASK),
+            bool(attributes & CONTROL_MASK),
+            bool(attributes & DELETE_HORIZON_MASK),
+        ),
     )
 
 

@@ -43,6 +43,8 @@ __all__ = [
     "decode_offset_index",
     "encode_offset_index",
     "lookup_offset",
+    "offset_index_entry_at",
+    "offset_index_entry_count",
 ]
 
 ENTRY_SIZE = 8
@@ -146,6 +148,38 @@ def lookup_offset(entries: Sequence[OffsetIndexEntry], target_offset: int) -> Of
     """
     slot = bisect_right(entries, target_offset, key=_entry_offset)
     return entries[slot - 1] if slot else None
+
+
+def offset_index_entry_at(buf: _Buffer, slot: int, base_offset: int) -> OffsetIndexEntry:
+    """Read one slot in place (no decoding of the rest of the file); the caller keeps `slot` in range."""
+    relative_offset, position = _ENTRY.unpack_from(buf, slot * ENTRY_SIZE)
+    return OffsetIndexEntry(base_offset + relative_offset, position)
+
+
+def offset_index_entry_count(buf: _Buffer) -> int:
+    """Slots before the preallocated zero tail, reading O(log n) slots instead of the whole file.
+
+    Draws the line where `decode_offset_index` (and Kafka's dump tool) does, at the first slot `i > 0`
+    whose relative offset is 0, by binary search: in a sound index every later slot is tail too, so
+    a 10 MiB preallocated file costs about 20 reads. A damaged index may hold a stray zero slot that
+    a linear walk would stop at sooner; callers check the entries they use against the log anyway.
+    """
+    slots = len(buf) // ENTRY_SIZE
+    if slots <= 1 or _relative_offset_at(buf, slots - 1) != 0:
+        return slots
+    low, high = 1, slots - 1  # high is known to be tail
+    while low < high:
+        mid = (low + high) // 2
+        if _relative_offset_at(buf, mid) == 0:
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def _relative_offset_at(buf: _Buffer, slot: int) -> int:
+    relative_offset: int = _ENTRY.unpack_from(buf, slot * ENTRY_SIZE)[0]
+    return relative_offset
 
 
 def _entry_offset(entry: OffsetIndexEntry) -> int:

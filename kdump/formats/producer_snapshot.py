@@ -11,7 +11,7 @@ On-disk structure, big-endian:
 | version      | int16  | snapshot format version; Kafka reads only 1                              |
 | crc          | uint32 | CRC-32C (Castagnoli) over every byte from position 6 to the end of file  |
 | entry_count  | int32  | number of entries that follow                                            |
-| entries      | 46 B * | one per producer id, in the broker's map order:                          |
+| entries      | 46 B   | each; one per producer id, in the broker's map order:                    |
 
 Each entry:
 
@@ -20,7 +20,7 @@ Each entry:
 | producer_id              | int64 |                                                                  |
 | producer_epoch           | int16 |                                                                  |
 | last_sequence            | int32 | sequence of the last record of the producer's last batch         |
-| last_offset              | int64 | Kafka offset of that record; negative when no batch is retained   |
+| last_offset              | int64 | Kafka offset of that record; negative when no batch is kept      |
 | offset_delta             | int32 | last offset minus first offset of that batch                     |
 | timestamp                | int64 | max timestamp of that batch (Kafka's `lastTimestamp`)            |
 | coordinator_epoch        | int32 | transaction coordinator epoch of the last marker, -1 when none   |
@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-import crc32c
+from kdump.formats.checksums import crc32c as _crc32c
 
 from kdump.errors import CorruptFieldError, TruncatedError
 
@@ -161,7 +161,7 @@ def _decode(view: memoryview) -> ProducerSnapshot:
             f"Snapshot holds {available - needed} bytes after its {count} entries "
             f"(Kafka would report a CRC mismatch)"
         )
-    computed_crc = crc32c.crc32c(view[CRC_START:])
+    computed_crc = _crc32c(view[CRC_START:])
     entries = tuple(ProducerSnapshotEntry._make(fields) for fields in _ENTRY.iter_unpack(view[HEADER_SIZE:]))
     return ProducerSnapshot(
         version=version,
@@ -183,7 +183,7 @@ def encode_producer_snapshot(entries: Iterable[ProducerSnapshotEntry]) -> bytes:
         body += _ENTRY.pack(*entry)
         count += 1
     header = bytearray(_HEADER.pack(SNAPSHOT_VERSION, 0, count))
-    crc = crc32c.crc32c(bytes(header[CRC_START:]) + body)
+    crc = _crc32c(bytes(header[CRC_START:]) + body)
     _CRC.pack_into(header, _CRC_POSITION, crc)
     return bytes(header + body)
 

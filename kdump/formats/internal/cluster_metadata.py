@@ -362,7 +362,9 @@ def metadata_type_name(message_name: str) -> str:
 
 
 METADATA_RECORD_TYPES: Final[dict[int, tuple[str, MessageType]]] = {
-    msg.api_key: (metadata_type_name(msg.name), msg) for msg in _ALL_METADATA_MESSAGES if msg.api_key is not None
+    msg.api_key: (metadata_type_name(msg.name), msg)
+    for msg in _ALL_METADATA_MESSAGES
+    if msg.api_key is not None
 }
 """api key -> (MetadataRecordType name, message) for every metadata record type of Kafka 3.8."""
 
@@ -449,7 +451,9 @@ def decode_metadata_record(value: Buffer | None) -> DecodedRecord:
     try:
         decoded = decode_message(msg, data, version, pos=reader.pos)
     except DecodeError as exc:
-        raise type(exc)(f"Failed to deserialize record with type {api_key} ({name} v{version}): {exc}") from exc
+        raise type(exc)(
+            f"Failed to deserialize record with type {api_key} ({name} v{version}): {exc}"
+        ) from exc
     if decoded.end < len(data):
         raise CorruptFieldError(f"Found {len(data) - decoded.end} byte(s) of garbage after {api_key}")
     value_dict: dict[str, Any] = {"type": name, "version": version, "data": decoded.data}
@@ -468,15 +472,14 @@ def _lenient_metadata_oracle(
     name: str, msg: MessageType, data: bytes, pos: int, api_key: int, version: int
 ) -> OracleText:
     """Kafka 3.8 reads a newer record version as its nearest known one; this is what it then prints."""
+    error = "Error at {offset}, skipping. "
     try:
         decoded = decode_message(msg, data, version, pos=pos, lenient=True)
     except DecodeError:
-        return OracleText(payload_template=f"Error at {{offset}}, skipping. Failed to deserialize record with type {api_key}")
+        return OracleText(payload_template=f"{error}Failed to deserialize record with type {api_key}")
     if decoded.end < len(data):
-        return OracleText(
-            payload_template=f"Error at {{offset}}, skipping. Found {len(data) - decoded.end} byte(s) of garbage "
-            f"after {api_key}"
-        )
+        garbage = len(data) - decoded.end
+        return OracleText(payload_template=f"{error}Found {garbage} byte(s) of garbage after {api_key}")
     return OracleText(payload=kafka_json({"type": name, "version": version, "data": decoded.data}))
 
 
@@ -518,7 +521,9 @@ VOTERS_RECORD: Final = message(
                 fld("voterDirectoryId", UUID),
                 fld(
                     "endpoints",
-                    ArrayOf(struct_of("Endpoint", fld("name", STRING), fld("host", STRING), fld("port", UINT16))),
+                    ArrayOf(
+                        struct_of("Endpoint", fld("name", STRING), fld("host", STRING), fld("port", UINT16))
+                    ),
                 ),
                 fld(
                     "kRaftVersionFeature",
@@ -602,13 +607,18 @@ def decode_control_record(key: Buffer | None, value: Buffer | None) -> DecodedRe
         marker_version: int = _I16.unpack_from(value_bytes, 0)[0]
         if marker_version < 0:
             raise CorruptFieldError(
-                f"Invalid version found for end transaction marker: {marker_version}. May indicate data corruption"
+                f"Invalid version found for end transaction marker: {marker_version}. "
+                "May indicate data corruption"
             )
         epoch: int = _I32.unpack_from(value_bytes, 2)[0]
         return DecodedRecord(
             status="ok",
             record=name,
-            value={"type": name, "version": 0, "data": {"version": marker_version, "coordinatorEpoch": epoch}},
+            value={
+                "type": name,
+                "version": 0,
+                "data": {"version": marker_version, "coordinatorEpoch": epoch},
+            },
             oracle=OracleText(control=f" endTxnMarker: {name} coordinatorEpoch: {epoch}"),
             value_trailing_bytes=len(value_bytes) - END_TXN_MARKER_VALUE_SIZE,
             **common,

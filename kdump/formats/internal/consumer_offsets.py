@@ -157,7 +157,9 @@ GROUP_METADATA_VALUE: Final = message(
     fld("members", ArrayOf(_MEMBER_METADATA)),
 )
 
-CONSUMER_GROUP_METADATA_KEY: Final = message("ConsumerGroupMetadataKey", "3", "none", fld("groupId", STRING, "3"))
+CONSUMER_GROUP_METADATA_KEY: Final = message(
+    "ConsumerGroupMetadataKey", "3", "none", fld("groupId", STRING, "3")
+)
 
 CONSUMER_GROUP_METADATA_VALUE: Final = message("ConsumerGroupMetadataValue", "0", "0+", fld("epoch", INT32))
 
@@ -230,7 +232,11 @@ CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE: Final = message(
 )
 
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY: Final = message(
-    "ConsumerGroupTargetAssignmentMemberKey", "7", "none", fld("groupId", STRING, "7"), fld("memberId", STRING, "7")
+    "ConsumerGroupTargetAssignmentMemberKey",
+    "7",
+    "none",
+    fld("groupId", STRING, "7"),
+    fld("memberId", STRING, "7"),
 )
 
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE: Final = message(
@@ -276,7 +282,11 @@ RECORD_TYPES: Final[dict[int, tuple[str, MessageType, MessageType]]] = {
         CONSUMER_GROUP_PARTITION_METADATA_KEY,
         CONSUMER_GROUP_PARTITION_METADATA_VALUE,
     ),
-    5: ("ConsumerGroupMemberMetadata", CONSUMER_GROUP_MEMBER_METADATA_KEY, CONSUMER_GROUP_MEMBER_METADATA_VALUE),
+    5: (
+        "ConsumerGroupMemberMetadata",
+        CONSUMER_GROUP_MEMBER_METADATA_KEY,
+        CONSUMER_GROUP_MEMBER_METADATA_VALUE,
+    ),
     6: (
         "ConsumerGroupTargetAssignmentMetadata",
         CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
@@ -336,11 +346,15 @@ def _read_version(buf: bytes, name: str) -> int:
     return version
 
 
-def _decode_part(msg: MessageType, buf: bytes, version: int, name: str, *, lenient: bool = False) -> DecodedMessage:
+def _decode_part(
+    msg: MessageType, buf: bytes, version: int, name: str, *, lenient: bool = False
+) -> DecodedMessage:
     try:
         decoded = decode_message(msg, buf, version, pos=2, lenient=lenient)
     except DecodeError as exc:
-        raise type(exc)(f"Could not read record with version {version} from {name}'s buffer due to: {exc}.") from exc
+        raise type(exc)(
+            f"Could not read record with version {version} from {name}'s buffer due to: {exc}."
+        ) from exc
     if msg is GROUP_METADATA_VALUE:
         expand_consumer_protocol(decoded.data)
     return decoded
@@ -384,7 +398,9 @@ def decode_offsets_record(key: Buffer | None, value: Buffer | None) -> DecodedRe
         "key_trailing_bytes": len(key_bytes) - decoded_key.end,
     }
     if value_bytes is None:
-        return DecodedRecord(status="tombstone", value=None, oracle=OracleText(key=key_text, payload="<DELETE>"), **common)
+        return DecodedRecord(
+            status="tombstone", value=None, oracle=OracleText(key=key_text, payload="<DELETE>"), **common
+        )
     version = _read_version(value_bytes, "value")
     if version not in value_msg.valid:
         return DecodedRecord(

@@ -20,7 +20,9 @@ Every decoder in this package (`consumer_offsets`, `transaction_log`, `cluster_m
       # only when they apply:
       "reason": <str>,                            # why the status is "unknown"
       "rawKey": <base64>, "rawValue": <base64>,   # the undecoded bytes of an unknown record
-      "unknownTaggedFields": [{"in": "key" | "value", "path": <JSON pointer>, "tag": <int>, "data": <base64>}],
+      "unknownTaggedFields": [                    # tags no table declares, kept raw
+        {"in": "key" | "value", "path": <JSON pointer>, "tag": <int>, "data": <base64>}, ...
+      ],
       "trailingBytes": {"key": <int>, "value": <int>},   # bytes after the message that Kafka ignores
     }
 
@@ -98,7 +100,9 @@ class DecodedRecord:
         """The text after `headerKeys: [...]` on the record's line of a Kafka 3.8 deep dump."""
         if self.oracle.control is not None:
             if self.oracle.aborts is not None:
-                raise CorruptFieldError(f"kafka-dump-log.sh (3.8) aborts on this record: {self.oracle.aborts}")
+                raise CorruptFieldError(
+                    f"kafka-dump-log.sh (3.8) aborts on this record: {self.oracle.aborts}"
+                )
             return self.oracle.control
         key, payload = self.oracle_key_payload(offset)
         text = ""

@@ -6,9 +6,10 @@ versions. The bytes of a message are its fields one after the other, with no nam
 
 * fixed-size big-endian integers (`int8`, `int16`, `uint16`, `int32`, `uint32`, `int64`), `float64`
   (IEEE 754), `bool` (one byte, non-zero is true) and `uuid` (16 bytes);
-* `string` and `bytes`: a length, then that many bytes (strings are UTF-8). In a message's *flexible* versions
-  the length is "compact": an unsigned varint holding length + 1. Otherwise it is an `int16` (string) or `int32`
-  (bytes). A negative length (compact: 0) is null, allowed only in the field's nullable versions;
+* `string` and `bytes`: a length, then that many bytes (strings are UTF-8). In a message's *flexible*
+  versions the length is "compact": an unsigned varint holding length + 1. Otherwise it is an `int16`
+  (string) or `int32` (bytes). A negative length (compact: 0) is null, allowed only in the field's
+  nullable versions;
 * arrays: a count (compact `uvarint` count + 1 in flexible versions, `int32` otherwise), then the elements;
 * nested structs: their fields inline. A nullable struct is preceded by a presence marker: an `int8` (negative
   means null) or, for a tagged struct, an unsigned varint (0 means null);
@@ -17,18 +18,19 @@ versions. The bytes of a message are its fields one after the other, with no nam
   into their fields; tags it does not know are kept raw (`UnknownTaggedField`). A field whose version range
   does not include the decoded version is absent from the bytes and takes its default.
 
-The engine follows the reader Kafka generates from its JSON schema files, including its leniencies: unsigned
-varints are read as Java `int`s (five bytes at most, the high bits of the fifth byte dropped), a negative tagged
-field count reads as zero, and the size of a known tag is not checked against the bytes its field used.
+The engine follows the reader Kafka generates from its JSON schema files, including its leniencies:
+unsigned varints are read as Java `int`s (five bytes at most, the high bits of the fifth byte dropped), a
+negative tagged field count reads as zero, the size of a known tag is not checked against the bytes its
+field used, and invalid UTF-8 becomes U+FFFD exactly where Java puts them (`java_utf8_decode`).
 
-What `decode_message` returns, the *JSON view*, is what Kafka's generated `*JsonConverter.write` builds, so that
-`kafka_json` of it is the text `kafka-dump-log.sh` prints:
+What `decode_message` returns, the *JSON view*, is what Kafka's generated `*JsonConverter.write` builds, so
+that `kafka_json` of it is the text `kafka-dump-log.sh` prints:
 
 * keys are the fields' camelCase names, in declaration order;
 * a field absent in the version is left out; a tagged field is left out while it holds its default;
 * integers and bools are Python `int`/`bool`; `float64` is a `float`, or the strings `"NaN"`, `"Infinity"`,
   `"-Infinity"` as Jackson writes non-finite numbers;
-* `string` is `str` (invalid UTF-8 replaced by U+FFFD, as Java does), `bytes` is standard base64 with padding,
+* `string` is `str`, `bytes` is standard base64 with padding,
   `uuid` is Kafka's `Uuid.toString()` (URL-safe base64 without padding, 22 characters);
 * structs are `dict`s, arrays `list`s, null is `None`.
 
@@ -241,7 +243,9 @@ def fld(
     default: Any = TYPE_DEFAULT,
 ) -> Field:
     """Declare a field with Kafka's version-range strings (`"0+"`, `"1-3"`, `"none"`)."""
-    return Field(name, type_, Versions.parse(vers), Versions.parse(nullable), Versions.parse(tagged), tag, default)
+    return Field(
+        name, type_, Versions.parse(vers), Versions.parse(nullable), Versions.parse(tagged), tag, default
+    )
 
 
 def struct_of(name: str, *fields: Field, vers: str = "0+", common: bool = False) -> StructType:
@@ -348,18 +352,108 @@ class Reader:
             result |= (byte & 0x7F) << (7 * i)
             if not byte & 0x80:
                 return to_int32(result)
-        raise CorruptFieldError(f"{what}: varint is too long, the most significant bit in the 5th byte is set")
+        raise CorruptFieldError(
+            f"{what}: varint is too long, the most significant bit in the 5th byte is set"
+        )
 
-    def uvarint_exact(self, what: str = "unsigned varint") -> int:
-        """An unsigned varint of any length (up to 10 bytes), not wrapped."""
-        result = 0
-        for i in range(10):
-            pos = self._need(1, what)
-            byte = self.buf[pos]
-            result |= (byte & 0x7F) << (7 * i)
-            if not byte & 0x80:
-                return result
-        raise CorruptFieldError(f"{what}: varint longer than 10 bytes")
+
+
+_REPLACEMENT: Final = "\ufffd"
+
+
+def _is_continuation(byte: int) -> bool:
+    return byte & 0xC0 == 0x80
+
+
+def java_utf8_decode(data: bytes) -> str:
+    """UTF-8 to text the way Java's `new String(bytes, UTF_8)` does it (JDK 9+), U+FFFD for bad input.
+
+    Valid input decodes as usual. Java differs from Python's "replace" in how many bytes one U+FFFD stands
+    for: an encoded surrogate (ED A0..BF xx) or a lead byte followed by one good continuation byte and a
+    bad one is a single U+FFFD, and a sequence cut off by the end of the input is one U+FFFD for all of it.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    out: list[str] = []
+    n = len(data)
+    i = 0
+    while i < n:
+        lead = data[i]
+        rest = n - i - 1
+        if lead < 0x80:
+            out.append(chr(lead))
+            i += 1
+        elif 0xC2 <= lead <= 0xDF:
+            if rest == 0:
+                out.append(_REPLACEMENT)
+                break
+            if _is_continuation(data[i + 1]):
+                out.append(chr(((lead & 0x1F) << 6) | (data[i + 1] & 0x3F)))
+                i += 2
+            else:
+                out.append(_REPLACEMENT)
+                i += 1
+        elif 0xE0 <= lead <= 0xEF:
+            second_bad = rest >= 1 and (
+                not _is_continuation(data[i + 1]) or (lead == 0xE0 and data[i + 1] < 0xA0)
+            )
+            if rest >= 2:
+                out.append(_REPLACEMENT)
+                if second_bad:
+                    i += 1
+                elif not _is_continuation(data[i + 2]):
+                    i += 2
+                else:
+                    cp = ((lead & 0x0F) << 12) | ((data[i + 1] & 0x3F) << 6) | (data[i + 2] & 0x3F)
+                    if not 0xD800 <= cp <= 0xDFFF:
+                        out[-1] = chr(cp)
+                    i += 3
+            elif second_bad:
+                out.append(_REPLACEMENT)
+                i += 1
+            else:  # truncated: one replacement for what is left
+                out.append(_REPLACEMENT)
+                break
+        elif 0xF0 <= lead <= 0xF7:
+            second = data[i + 1] if rest >= 1 else -1
+            second_bad = rest >= 1 and (
+                not _is_continuation(second)
+                or (lead == 0xF0 and not 0x90 <= second <= 0xBF)
+                or (lead == 0xF4 and second & 0xF0 != 0x80)
+            )
+            if rest >= 3:
+                third, fourth = data[i + 2], data[i + 3]
+                cp = ((lead & 0x07) << 18) | ((second & 0x3F) << 12) | ((third & 0x3F) << 6) | (fourth & 0x3F)
+                if (
+                    _is_continuation(second)
+                    and _is_continuation(third)
+                    and _is_continuation(fourth)
+                    and 0x10000 <= cp <= 0x10FFFF
+                ):
+                    out.append(chr(cp))
+                    i += 4
+                    continue
+                out.append(_REPLACEMENT)
+                if lead > 0xF4 or second_bad:
+                    i += 1
+                elif not _is_continuation(third):
+                    i += 2
+                else:
+                    i += 3
+            elif lead > 0xF4 or second_bad:
+                out.append(_REPLACEMENT)
+                i += 1
+            else:  # truncated after a good second byte: skip it; stop unless a bad third byte follows
+                out.append(_REPLACEMENT)
+                i += 2
+                if not (i < n and not _is_continuation(data[i])):
+                    break
+        else:
+            out.append(_REPLACEMENT)
+            i += 1
+    return "".join(out)
 
 
 _FIXED_READ = {
@@ -496,7 +590,7 @@ class _Decoder:
             if is_string:
                 if size > MAX_STRING_LENGTH:
                     raise CorruptFieldError(f"string field {name} had invalid length {size} ({what})")
-                return r.take(size, what).decode("utf-8", errors="replace")
+                return java_utf8_decode(r.take(size, what))
             return base64.b64encode(r.take(size, what)).decode("ascii")
         read = _FIXED_READ.get(t)
         if read is not None:
@@ -528,7 +622,9 @@ def decode_message(
     Bytes that do not decode raise `TruncatedError` or `CorruptFieldError`.
     """
     if version not in msg.valid and not lenient:
-        raise UnsupportedVersionError(f"{msg.name} version {version} is outside the known versions {msg.valid}")
+        raise UnsupportedVersionError(
+            f"{msg.name} version {version} is outside the known versions {msg.valid}"
+        )
     reader = Reader(buf, pos, end)
     decoder = _Decoder(msg, reader, version, lenient=lenient, view=view)
     data = decoder.read_struct(msg.struct, path)
@@ -571,10 +667,7 @@ def is_default(f: Field, value: Any) -> bool:
     if default is None or value is None:
         return value is None and default is None
     if f.type is Prim.FLOAT64:
-        return isinstance(value, float) and value == default
-    if isinstance(f.type, StructType) and isinstance(value, dict):
-        # Kafka compares the whole struct with a fresh one; compare against the full defaults.
-        return value == default
+        return isinstance(value, float) and value == float(default)
     return bool(value == default)
 
 
@@ -627,7 +720,15 @@ def _write_json(value: Any, out: list[str]) -> None:
         raise TypeError(f"not JSON-able: {type(value).__name__}")
 
 
-_SHORT_ESCAPES: Final = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+_SHORT_ESCAPES: Final = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\f": "\\f",
+    "\r": "\\r",
+}
 _ESCAPES: Final = {chr(c): _SHORT_ESCAPES.get(chr(c), f"\\u{c:04X}") for c in range(0x20)} | _SHORT_ESCAPES
 
 

@@ -91,7 +91,7 @@ TRANSACTION_STATES: Final[dict[int, str]] = {
 """TransactionState ids and the names Kafka prints."""
 
 
-# ------------------------------------------------------------------------------- Scala HashSet iteration order
+# --------------------------------------------------------------------------- Scala HashSet iteration order
 
 _M32 = 0xFFFFFFFF
 
@@ -150,7 +150,7 @@ def scala_hash_set_order(groups: Iterable[Sequence[tuple[str, int]]]) -> list[tu
     return sorted(members, key=sort_key)
 
 
-# ---------------------------------------------------------------------------------------------------- decoding
+# ------------------------------------------------------------------------------------------------ decoding
 
 
 def _read_version(buf: bytes, name: str) -> int:
@@ -177,7 +177,9 @@ def format_payload(data: dict[str, Any]) -> str:
     if state == "Empty":
         ordered: list[tuple[str, int]] = []
     elif partitions is None:
-        raise CorruptFieldError("null transactionPartitions in a non-Empty transaction (NullPointerException)")
+        raise CorruptFieldError(
+            "null transactionPartitions in a non-Empty transaction (NullPointerException)"
+        )
     else:
         ordered = scala_hash_set_order([(p["topic"], pid) for pid in p["partitionIds"]] for p in partitions)
     listed = ",".join(f"{topic}-{partition}" for topic, partition in ordered)
@@ -222,7 +224,9 @@ def decode_transaction_log_record(key: Buffer | None, value: Buffer | None) -> D
     }
     key_text = f"transaction_metadata::transactionalId={transactional_id}"
     if value_bytes is None:
-        return DecodedRecord(status="tombstone", value=None, oracle=OracleText(key=key_text, payload="<DELETE>"), **common)
+        return DecodedRecord(
+            status="tombstone", value=None, oracle=OracleText(key=key_text, payload="<DELETE>"), **common
+        )
     version = _read_version(value_bytes, "value")
     if version not in TRANSACTION_LOG_VALUE.valid:
         return DecodedRecord(
