@@ -308,8 +308,7 @@ _KINDS = [
         "txn-index-mismatch",
         Severity.WARNING,
         "txnindex",
-        "The .txnindex disagrees with the ABORT markers in the log (entries missing, extra or "
-        "different).",
+        "The .txnindex disagrees with the ABORT markers in the log (entries missing, extra or different).",
         "READ_COMMITTED consumers may deliver aborted records, or drop committed ones.",
         _REINDEX,
     ),

@@ -12,7 +12,6 @@ from kdump import __version__
 from kdump.cli.exit_codes import ExitCode
 from kdump.errors import KdumpError, LogDirLockedError, RefusedError
 
-
 # Commands are imported only when used, so `kdump seek-by-time` does not pay for verify's imports.
 COMMANDS = {
     "dump": ("kdump.cli.dump", "dump_command"),
@@ -50,7 +49,9 @@ class LazyGroup(click.Group):
         return command
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, "--version", prog_name="kdump")
 def cli() -> None:
     """Forensic dump, verify and repair for Apache Kafka's on-disk logs.
@@ -85,5 +86,8 @@ def main() -> None:
     except Exception as exc:  # a bug: say so briefly; the traceback only on request
         if os.environ.get("KDUMP_DEBUG"):
             raise
-        click.echo(f"kdump: internal error: {type(exc).__name__}: {exc} (set KDUMP_DEBUG=1 for a traceback)", err=True)
+        click.echo(
+            f"kdump: internal error: {type(exc).__name__}: {exc} (set KDUMP_DEBUG=1 for a traceback)",
+            err=True,
+        )
         sys.exit(70)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import click
 
@@ -11,13 +14,15 @@ from kdump.cli.output import diag, format_option, resolve_format
 from kdump.cli.timespec import TimeParam
 from kdump.errors import KdumpError
 from kdump.model.log_dir import Target, discover
-from kdump.ops.dump import DumpFilter, DumpOptions, dump_targets
+from kdump.ops.dump import DumpEvent, DumpFilter, DumpOptions, dump_targets
 from kdump.render.rows import ENCODINGS
 
 
 @click.command("dump")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--records", is_flag=True, help="Also show every record (offset, timestamp, key, value, headers).")
+@click.option(
+    "--records", is_flag=True, help="Also show every record (offset, timestamp, key, value, headers)."
+)
 @click.option(
     "--encoding",
     type=click.Choice(ENCODINGS),
@@ -33,7 +38,12 @@ from kdump.render.rows import ENCODINGS
 @click.option("--producer-id", type=int, help="Show only batches of this producer id.")
 @click.option("--control-only", is_flag=True, help="Show only control batches (transaction markers).")
 @click.option("--transactional-only", is_flag=True, help="Show only transactional batches.")
-@click.option("--max-bytes", type=click.IntRange(min=0), help="Read only this many bytes of each file (live brokers).")
+@click.option(
+    "--max-bytes", type=click.IntRange(min=0), help="Read only this many bytes of each file (live brokers)."
+)
+@click.option(
+    "--jobs", type=click.IntRange(min=0), default=0, help="Worker processes decoding records (0: all cores)."
+)
 @format_option
 def dump_command(
     paths: tuple[str, ...],
@@ -48,6 +58,7 @@ def dump_command(
     control_only: bool,
     transactional_only: bool,
     max_bytes: int | None,
+    jobs: int,
     fmt: str | None,
 ) -> None:
     """Dump segments, indexes, snapshots and checkpoints, damaged or not.
@@ -86,8 +97,11 @@ def dump_command(
     )
     fmt = resolve_format(fmt)
     events = dump_targets(targets, options)
+    workers = jobs or os.cpu_count() or 1
     try:
-        if fmt == "json":
+        if options.records and fmt != "rich" and workers > 1:
+            _dump_parallel(targets, options, fmt, encoding, workers)
+        elif fmt == "json":
             from kdump.render.jsonl import write_jsonl
 
             write_jsonl(events, sys.stdout, encoding=encoding)
@@ -104,3 +118,29 @@ def dump_command(
         failed = True
     if failed:
         sys.exit(ExitCode.UNREADABLE)
+
+
+# Below this much log, starting worker processes costs more than it saves.
+PARALLEL_MIN_BYTES = 8 << 20
+
+
+def _dump_parallel(
+    targets: list[Target], options: DumpOptions, fmt: str, encoding: str, workers: int
+) -> None:
+    """Records decoded on every core for big logs; everything else as usual, in order."""
+    from kdump.ops.dump import batch_events_for_expansion, dump_item, dump_items
+    from kdump.render.jsonl import write_jsonl
+    from kdump.render.parallel import write_parallel
+    from kdump.render.text import write_text
+
+    for item in dump_items(targets, options):
+        size = item.path.stat().st_size if item.is_log else 0
+        if item.is_log and size >= PARALLEL_MIN_BYTES:
+            logs: Iterator[tuple[Path, str, Iterator[DumpEvent]]] = iter(
+                [(item.path, item.label, batch_events_for_expansion(item, options))]
+            )
+            write_parallel(logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=workers)
+        elif fmt == "json":
+            write_jsonl(dump_item(item, options), sys.stdout, encoding=encoding)
+        else:
+            write_text(dump_item(item, options), sys.stdout, encoding=encoding)

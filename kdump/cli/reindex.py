@@ -76,7 +76,9 @@ def reindex_command(
         for plan in plans:
             result = apply_reindex(plan, backup_dir if len(plans) == 1 else _sub(backup_dir, plan))
             if result.written and fmt != "json":
-                click.echo(f"rewrote {len(result.written)} files of {plan.label}; backup in {result.backup_dir}")
+                click.echo(
+                    f"rewrote {len(result.written)} files of {plan.label}; backup in {result.backup_dir}"
+                )
             for row in rows:
                 if row["partition"] == plan.label:
                     row["applied"] = True

@@ -38,7 +38,7 @@ def parse_time_ms(text: str, now_ms: int | None = None) -> int:
     return int(dt.timestamp() * 1000)
 
 
-class TimeParam(click.ParamType):
+class TimeParam(click.ParamType):  # type: ignore[type-arg,unused-ignore]  # generic only in newer click
     """A click parameter holding a time in epoch milliseconds."""
 
     name = "TIME"

@@ -16,7 +16,9 @@ from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
 @click.command("trim-tail")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @repair_options
-@click.option("--to-offset", type=click.IntRange(min=0), help="Truncate the partition so this offset and later go.")
+@click.option(
+    "--to-offset", type=click.IntRange(min=0), help="Truncate the partition so this offset and later go."
+)
 @click.option(
     "--drop-later-segments",
     is_flag=True,
@@ -92,7 +94,11 @@ def _describe(p: TrimPlan) -> str:
         if p.removed_first_offset is None
         else f"{p.removed_batches} batches, offsets {p.removed_first_offset}..{p.removed_last_offset}"
     )
-    times = "" if p.removed_min_timestamp is None else f", timestamps {p.removed_min_timestamp}..{p.removed_max_timestamp}"
+    times = (
+        ""
+        if p.removed_min_timestamp is None
+        else f", timestamps {p.removed_min_timestamp}..{p.removed_max_timestamp}"
+    )
     later = ""
     if p.later_segments:
         verb = "would move" if p.drop_later_segments else "the broker would also delete"

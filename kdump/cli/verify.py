@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -29,8 +30,12 @@ from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
     show_default=True,
     help="Exit 1 when a finding has this severity or worse.",
 )
-@click.option("--junit", "junit", type=click.Path(dir_okay=False), help="Also write a JUnit XML report to this file.")
-@click.option("--max-bytes", type=click.IntRange(min=0), help="Check only this many bytes of each log (live brokers).")
+@click.option(
+    "--junit", "junit", type=click.Path(dir_okay=False), help="Also write a JUnit XML report to this file."
+)
+@click.option(
+    "--max-bytes", type=click.IntRange(min=0), help="Check only this many bytes of each log (live brokers)."
+)
 @click.option("--jobs", type=click.IntRange(min=0), default=0, help="Worker processes (0: all cores).")
 @click.option(
     "--engine",
@@ -147,7 +152,7 @@ class _Printer:
 
 
 def _print_reports(
-    reports: list[PartitionReport], fmt: str, code: int, only_total: bool = False, console: object = None
+    reports: list[PartitionReport], fmt: str, code: int, only_total: bool = False, console: Any = None
 ) -> None:
     from kdump.render import report as render
 
@@ -179,7 +184,9 @@ def _progress(stack: ExitStack, targets: list[Target], fmt: str) -> Callable[[in
         return None
     total = 0
     for t in targets:
-        for root, _dirs, files in os.walk(t.path) if t.kind != "file" else [(str(t.path.parent), [], [t.path.name])]:
+        for root, _dirs, files in (
+            os.walk(t.path) if t.kind != "file" else [(str(t.path.parent), [], [t.path.name])]
+        ):
             total += sum(os.path.getsize(os.path.join(root, n)) for n in files if n.endswith(".log"))
     if total < (256 << 20):
         return None

@@ -44,7 +44,6 @@ import zlib
 from typing import NamedTuple
 
 from kdump.formats.checksums import crc32c as _crc32c_fn
-
 from kdump.formats.constants import (
     COMPRESSION_MASK,
     CONTROL_MASK,
@@ -111,7 +110,7 @@ class BatchHeader(NamedTuple):
     position: int
     base_offset: int | None
     last_offset: int
-    count: int | None
+    count: int | None  # type: ignore[assignment]  # Kafka's name; shadows tuple.count
     size: int
     magic: int
     crc: int
@@ -179,7 +178,7 @@ def decode_v2_header(buf: Buffer, position: int, size: int) -> BatchHeader:
         count,
     ) = _unpack_v2(buf, position)
     computed = _crc32c_fn(buf[position + V2_ATTRIBUTES_POSITION : position + size])
-    return _tuple_new(  # type: ignore[no-any-return]
+    return _tuple_new(
         BatchHeader,
         (
             position,

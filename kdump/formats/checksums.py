@@ -27,7 +27,9 @@ def _load_crc32c() -> Callable[[Any], int]:
                     path = Path(location) / f"_crc32c{suffix}"
                     if path.is_file():
                         loader = ExtensionFileLoader("crc32c._crc32c", str(path))
-                        ext_spec = importlib.util.spec_from_file_location("crc32c._crc32c", path, loader=loader)
+                        ext_spec = importlib.util.spec_from_file_location(
+                            "crc32c._crc32c", path, loader=loader
+                        )
                         if ext_spec is not None:
                             module = importlib.util.module_from_spec(ext_spec)
                             loader.exec_module(module)

@@ -19,6 +19,7 @@ fails raises `CodecUnavailableError`; undecodable input raises `CodecError`. Out
 
 from __future__ import annotations
 
+import importlib
 import struct
 import zlib
 from collections.abc import Callable
@@ -39,6 +40,7 @@ _INT32_BE = struct.Struct(">i")
 _INT32_LE = struct.Struct("<I")
 LZ4_FRAME_MAGIC = 0x184D2204
 _LZ4_BLOCK_SIZES = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
+_ZSTD_FEED = 4096  # zstd input slice per decompress call: at most ~128 MiB of output each
 
 _modules: dict[str, Any] = {}
 
@@ -47,16 +49,9 @@ def _load(name: str) -> Any:
     module = _modules.get(name)
     if module is None:
         try:
-            if name == "snappy":
-                import snappy as module
-            elif name == "lz4.block":
-                import lz4.block as module
-            elif name == "lz4.frame":
-                import lz4.frame as module
-            elif name == "zstandard":
-                import zstandard as module
-            else:  # pragma: no cover - internal misuse
+            if name not in ("snappy", "lz4.block", "lz4.frame", "zstandard"):  # pragma: no cover
                 raise CodecUnavailableError(f"unknown codec module {name}")
+            module = importlib.import_module(name)
         except Exception as exc:  # any import failure means the codec cannot be used
             raise CodecUnavailableError(f"the {name} library cannot be loaded: {exc}") from exc
         _modules[name] = module
@@ -108,6 +103,10 @@ def _gunzip(data: Buffer, max_size: int) -> bytes:
             if not d.eof:
                 raise CodecError("gzip stream ends before its end marker")
             rest = d.unused_data
+            # Like Java's GZIPInputStream.readTrailer: what follows a member is read as another member
+            # only when it starts with the gzip magic; other trailing bytes are ignored, as Kafka does.
+            if not rest.startswith(b"\x1f\x8b"):
+                break
         return bytes(out)
 
     return _checked(run, "gzip")
@@ -209,17 +208,45 @@ def _unlz4(data: Buffer, magic: int, max_size: int) -> bytes:
 
 def _unzstd(data: Buffer, max_size: int) -> bytes:
     zstandard = _load("zstandard")
+    raw = bytes(data)
 
     def run() -> bytes:
-        reader = zstandard.ZstdDecompressor().stream_reader(bytes(data), read_across_frames=True)
+        dctx = _modules.get("zstd-dctx")
+        if dctx is None:
+            dctx = _modules["zstd-dctx"] = zstandard.ZstdDecompressor()
+        # One shot for a single frame that states its content size (bounded before allocating);
+        # frames without it (Kafka's Java client does not always write it), several frames or an
+        # oversized one go through the streaming reader, which enforces `max_size` as it reads.
+        try:
+            size = zstandard.frame_content_size(raw)
+            if 0 <= size <= max_size:
+                return bytes(dctx.decompress(raw, max_output_size=max_size, allow_extra_data=False))
+        except zstandard.ZstdError:
+            pass
+        # A decompression object per frame, fed in slices so that one call cannot expand far past
+        # `max_size` (a block of at most 128 KiB needs at least 4 input bytes). Unlike a stream reader,
+        # which returns a truncated frame's output silently, it tells whether the last frame ended:
+        # zstd-jni fails on a truncated source, and so must we. (It is also faster than the reader.)
         out = bytearray()
-        while True:
-            chunk = reader.read(1 << 20)
-            if not chunk:
-                break
-            out += chunk
+        obj: Any = None
+        pending = b""
+        pos = 0
+        while pos < len(raw) or pending:
+            if pending:
+                chunk, pending = pending, b""
+            else:
+                chunk = raw[pos : pos + _ZSTD_FEED]
+                pos += len(chunk)
+            if obj is None:
+                obj = dctx.decompressobj()
+            out += obj.decompress(chunk)
             if len(out) > max_size:
                 raise CodecError(f"zstd payload expands beyond {max_size} bytes")
+            if obj.eof:
+                pending = obj.unused_data  # the next frame (concatenated frames are read as one stream)
+                obj = None
+        if obj is not None:
+            raise CodecError("zstd payload ends inside a frame (truncated)")
         return bytes(out)
 
     return _checked(run, "zstd")

@@ -41,9 +41,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from kdump.formats.checksums import crc32c as _crc32c
-
 from kdump.errors import CorruptFieldError, TruncatedError
+from kdump.formats.checksums import crc32c as _crc32c
 
 if TYPE_CHECKING:
     import mmap

@@ -79,6 +79,7 @@ def decode_v2_records(data: bytes, header: BatchHeader) -> tuple[list[Record], D
     base_seq = header.base_sequence
     count = header.count or 0
     varint = decode_varint
+    new_tuple = tuple.__new__
     i = 0
     try:
         # A hot loop: one-byte varints, by far the common case, are decoded inline.
@@ -91,6 +92,10 @@ def decode_v2_records(data: bytes, header: BatchHeader) -> tuple[list[Record], D
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                raw = (b & 0x7F) | (data[pos + 1] << 7)
+                length = (raw >> 1) ^ -(raw & 1)
+                pos += 2
             else:
                 length, pos = varint(data, pos)
             rec_end = pos + length
@@ -116,6 +121,10 @@ def decode_v2_records(data: bytes, header: BatchHeader) -> tuple[list[Record], D
             if b < 0x80:
                 n = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                raw = (b & 0x7F) | (data[pos + 1] << 7)
+                n = (raw >> 1) ^ -(raw & 1)
+                pos += 2
             else:
                 n, pos = varint(data, pos)
             if n < 0:
@@ -127,6 +136,10 @@ def decode_v2_records(data: bytes, header: BatchHeader) -> tuple[list[Record], D
             if b < 0x80:
                 n = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                raw = (b & 0x7F) | (data[pos + 1] << 7)
+                n = (raw >> 1) ^ -(raw & 1)
+                pos += 2
             else:
                 n, pos = varint(data, pos)
             if n < 0:
@@ -146,13 +159,18 @@ def decode_v2_records(data: bytes, header: BatchHeader) -> tuple[list[Record], D
                     f"but instead read {pos - rec_end + length}"
                 )
             append(
-                Record(
-                    base_offset + offset_delta,
-                    max_ts if log_append else base_ts + ts_delta,
-                    key,
-                    value,
-                    headers,
-                    (base_seq + offset_delta) % 2147483648 if base_seq >= 0 else -1,
+                new_tuple(
+                    Record,
+                    (
+                        base_offset + offset_delta,
+                        max_ts if log_append else base_ts + ts_delta,
+                        key,
+                        value,
+                        headers,
+                        (base_seq + offset_delta) % 2147483648 if base_seq >= 0 else -1,
+                        None,
+                        None,
+                    ),
                 )
             )
             i += 1
@@ -270,9 +288,7 @@ def decode_legacy_records(
                     f"inner message magic {magic} differs from the wrapper's {header.magic}"
                 )
             crc_ok = crc == zlib.crc32(inner[start + 16 : pos]) & 0xFFFFFFFF
-            if ts_is_log_append:
-                timestamp = header.max_timestamp
-            elif magic == 1 and attributes & TIMESTAMP_TYPE_MASK:
+            if ts_is_log_append or (magic == 1 and attributes & TIMESTAMP_TYPE_MASK):
                 timestamp = header.max_timestamp
             raw.append((offset, crc, crc_ok, timestamp, key, value))
     except DecodeError as exc:
@@ -385,6 +401,7 @@ def build_legacy_entry(
 ) -> bytes:
     """Build legacy entries: one message per record, or one compressed wrapper holding them all."""
     lat_bit = TIMESTAMP_TYPE_MASK if (log_append_time is not None and magic == 1) else 0
+    append_ts = log_append_time if log_append_time is not None else -1
     if codec == Codec.NONE:
         return b"".join(
             encode_legacy_message(
@@ -393,7 +410,7 @@ def build_legacy_entry(
                 key=r.key,
                 value=r.value,
                 attributes=lat_bit,
-                timestamp=(log_append_time if lat_bit else r.timestamp) if magic == 1 else -1,
+                timestamp=(append_ts if lat_bit else r.timestamp) if magic == 1 else -1,
             )
             for i, r in enumerate(records)
         )
@@ -409,7 +426,7 @@ def build_legacy_entry(
     )
     wrapper_ts = -1
     if magic == 1:
-        wrapper_ts = log_append_time if lat_bit else max(r.timestamp for r in records)
+        wrapper_ts = append_ts if lat_bit else max(r.timestamp for r in records)
     return encode_legacy_message(
         offset=base_offset + len(records) - 1,
         magic=magic,

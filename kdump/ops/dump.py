@@ -19,7 +19,7 @@ from kdump.model.segment import Segment
 from kdump.ops.files import Entry, FileStart, file_kind, segment_base_offset
 from kdump.ops.state_files import dump_state_file
 from kdump.scan.events import Event, ScanSummary
-from kdump.scan.log_scanner import plausible_entry_at, scan_log
+from kdump.scan.log_scanner import decode_batch_records, plausible_entry_at, scan_log
 from kdump.scan.source import open_buffer
 
 DumpEvent = Event | FileStart | Entry
@@ -91,11 +91,32 @@ class DumpOptions:
     max_bytes: int | None = None
 
 
-def dump_targets(targets: Iterable[Target], options: DumpOptions) -> Iterator[DumpEvent]:
-    """Dump every file of every target, in order."""
+@dataclass(frozen=True, slots=True)
+class DumpItem:
+    """One file a dump will show: a log (with its base offset and offset index) or another file."""
+
+    path: Path
+    label: str
+    is_log: bool
+    base_offset: int | None = None
+    index: Path | None = None
+
+
+def dump_items(targets: Iterable[Target], options: DumpOptions) -> Iterator[DumpItem]:
+    """The files a dump of these targets shows, in order (segments outside an offset range skipped)."""
     for target in targets:
         if target.kind == "file":
-            yield from dump_file(target.path, options, label=target.given)
+            path = target.path
+            kind = file_kind(path)
+            if kind in ("log", "checkpoint"):
+                base = segment_base_offset(path) if kind == "log" else None
+                index = None
+                if kind == "log" and path.name.endswith(".log"):
+                    candidate = path.with_suffix(".index")
+                    index = candidate if candidate.is_file() else None
+                yield DumpItem(path, target.given, True, base, index)
+            else:
+                yield DumpItem(path, target.given, False)
             continue
         for part in target.partitions():
             segments = part.segments
@@ -104,7 +125,23 @@ def dump_targets(targets: Iterable[Target], options: DumpOptions) -> Iterator[Du
                 if _segment_outside(seg, nxt, options.filter):
                     continue
                 assert seg.log is not None
-                yield from dump_log(seg.log, options, base_offset=seg.base_offset, index=seg.index)
+                yield DumpItem(seg.log, str(seg.log), True, seg.base_offset, seg.index)
+
+
+def dump_targets(targets: Iterable[Target], options: DumpOptions) -> Iterator[DumpEvent]:
+    """Dump every file of every target, in order."""
+    for item in dump_items(targets, options):
+        yield from dump_item(item, options)
+
+
+def dump_item(item: DumpItem, options: DumpOptions) -> Iterator[DumpEvent]:
+    """Dump one file."""
+    if item.is_log:
+        yield from dump_log(
+            item.path, options, base_offset=item.base_offset, index=item.index, label=item.label
+        )
+    else:
+        yield from dump_state_file(item.path, file_kind(item.path), item.label)
 
 
 def _segment_outside(seg: Segment, next_base: int | None, f: DumpFilter) -> bool:
@@ -116,19 +153,30 @@ def _segment_outside(seg: Segment, next_base: int | None, f: DumpFilter) -> bool
 
 def dump_file(path: Path, options: DumpOptions, label: str | None = None) -> Iterator[DumpEvent]:
     """Dump one file of any kind kdump knows."""
-    kind = file_kind(path)
-    name = label or str(path)
-    if kind in ("log", "checkpoint"):
-        base = segment_base_offset(path) if kind == "log" else None
-        index = None
-        if kind == "log" and not path.name.endswith(".log"):
-            index = None
-        elif kind == "log":
-            candidate = path.with_suffix(".index")
-            index = candidate if candidate.is_file() else None
-        yield from dump_log(path, options, base_offset=base, index=index, label=name)
-        return
-    yield from dump_state_file(path, kind, name)
+    from kdump.model.log_dir import discover
+
+    for item in dump_items([discover(str(path))], options):
+        if label is not None:
+            item = DumpItem(item.path, label, item.is_log, item.base_offset, item.index)
+        yield from dump_item(item, options)
+
+
+def batch_events_for_expansion(item: DumpItem, options: DumpOptions) -> Iterator[DumpEvent]:
+    """A log's batch-level events for workers to expand with records (`expand_batches`).
+
+    Batches are pre-selected by the batch-level criteria only; workers apply the whole filter.
+    """
+    f = options.filter
+    batch_only = DumpFilter(
+        from_offset=f.from_offset,
+        to_offset=f.to_offset,
+        from_time=f.from_time,
+        producer_id=f.producer_id,
+        control_only=f.control_only,
+        transactional_only=f.transactional_only,
+    )
+    shallow = DumpOptions(records=False, filter=batch_only, max_bytes=options.max_bytes)
+    yield from dump_log(item.path, shallow, base_offset=item.base_offset, index=item.index, label=item.label)
 
 
 def _start_position(buf: memoryview, index: Path | None, base_offset: int | None, from_offset: int) -> int:
@@ -202,3 +250,31 @@ def _filter_deep(events: Iterator[Event], f: DumpFilter) -> Iterator[Event]:
 def unreadable(path: str, message: str) -> Finding:
     """A finding for a file that could not be read."""
     return make_finding("unreadable-file", path, message)
+
+
+def expand_batches(path: Path, events: list[DumpEvent], options: DumpOptions, label: str) -> list[DumpEvent]:
+    """Decode the records of the batches in a slice of a shallow dump stream (a worker's job).
+
+    The result is what `dump_log` yields with records for the same batches: each batch followed
+    by its records and the findings of decoding them; with a filter, a batch only when at least
+    one of its records passes.
+    """
+    out: list[DumpEvent] = []
+    f = options.filter
+    with open_buffer(path, options.max_bytes) as buf:
+        for ev in events:
+            if not isinstance(ev, BatchHeader):
+                out.append(ev)
+                continue
+            records, findings = decode_batch_records(buf, ev, label)
+            if f.active:
+                if not f.batch_passes(ev):
+                    continue
+                records = [r for r in records if f.record_passes(r)]
+                if not records:
+                    out.extend(findings)
+                    continue
+            out.append(ev)
+            out.extend(findings)
+            out.extend(records)
+    return out

@@ -97,9 +97,16 @@ class FileChange:
         """One line saying what differs."""
         if not self.exists:
             return f"create {self.kind} with {self.new_entries} entries"
-        parts = [f"{n} {what}" for n, what in ((self.missing, "missing"), (self.extra, "extra"),
-                                               (self.changed, "changed"), (self.stale, "stale beyond the log end"))
-                 if n]
+        parts = [
+            f"{n} {what}"
+            for n, what in (
+                (self.missing, "missing"),
+                (self.extra, "extra"),
+                (self.changed, "changed"),
+                (self.stale, "stale beyond the log end"),
+            )
+            if n
+        ]
         if self.preallocated_slots:
             parts.append(f"{self.preallocated_slots} preallocated slots trimmed")
         if not parts:
@@ -133,7 +140,9 @@ class ReindexPlan:
 
 def _diff(old: Sequence[tuple[int, int]], new: Sequence[tuple[int, int]]) -> tuple[int, int, int]:
     old_set, new_set = set(old), set(new)
-    changed = sum(1 for a, b in zip(old, new, strict=False) if a != b and a not in new_set and b not in old_set)
+    changed = sum(
+        1 for a, b in zip(old, new, strict=False) if a != b and a not in new_set and b not in old_set
+    )
     missing = len(new_set - old_set) - changed
     extra = len(old_set - new_set) - changed
     return max(missing, 0), max(extra, 0), changed
@@ -148,12 +157,11 @@ def _read(path: Path | None) -> bytes | None:
         raise KdumpError(f"cannot read {path}: {exc.strerror}") from exc
 
 
-def plan_segment(
-    result: SegmentResult, aborts: Sequence[AbortedTxn], interval_bytes: int
-) -> SegmentPlan:
+def plan_segment(result: SegmentResult, aborts: Sequence[AbortedTxn], interval_bytes: int) -> SegmentPlan:
     """Compare a segment's index files with their rebuild."""
     seg = result.segment
-    assert seg.log is not None and result.summary is not None
+    assert seg.log is not None
+    assert result.summary is not None
     valid = result.summary.valid_bytes
     spans = [(s.position, 0, s.last_offset, s.max_timestamp) for s in result.spans]
     offset_entries, time_entries = build_segment_indexes(spans, interval_bytes)
@@ -172,8 +180,19 @@ def plan_segment(
         missing, extra, changed = _diff(old_entries, [tuple(e) for e in offset_entries])  # type: ignore[misc]
         stale = sum(1 for _o, p in old_entries if p >= valid)
         changes.append(
-            FileChange(index_path, "index", old is not None, len(old_entries), len(offset_entries), missing, extra,
-                       changed, stale, prealloc, new)
+            FileChange(
+                index_path,
+                "index",
+                old is not None,
+                len(old_entries),
+                len(offset_entries),
+                missing,
+                extra,
+                changed,
+                stale,
+                prealloc,
+                new,
+            )
         )
 
     time_path = seg.timeindex or seg.log.with_suffix(".timeindex")
@@ -190,8 +209,19 @@ def plan_segment(
         last = result.summary.last_offset
         stale = sum(1 for _ts, o in old_t if last is not None and o > last)
         changes.append(
-            FileChange(time_path, "timeindex", old is not None, len(old_t), len(time_entries), missing, extra,
-                       changed, stale, prealloc, new)
+            FileChange(
+                time_path,
+                "timeindex",
+                old is not None,
+                len(old_t),
+                len(time_entries),
+                missing,
+                extra,
+                changed,
+                stale,
+                prealloc,
+                new,
+            )
         )
 
     txn_path = seg.txnindex or seg.log.with_suffix(".txnindex")
@@ -201,18 +231,28 @@ def plan_segment(
         if old != new:
             old_a = list(decode_txn_index(old).entries) if old is not None else []
             missing, extra, changed = _diff(
-                [(a.producer_id, a.last_offset) for a in old_a], [(a.producer_id, a.last_offset) for a in aborts]
+                [(a.producer_id, a.last_offset) for a in old_a],
+                [(a.producer_id, a.last_offset) for a in aborts],
             )
             changes.append(
-                FileChange(txn_path, "txnindex", old is not None, len(old_a), len(aborts), missing, extra,
-                           changed, 0, 0, new)
+                FileChange(
+                    txn_path,
+                    "txnindex",
+                    old is not None,
+                    len(old_a),
+                    len(aborts),
+                    missing,
+                    extra,
+                    changed,
+                    0,
+                    0,
+                    new,
+                )
             )
     return SegmentPlan(seg, valid, tuple(changes))
 
 
-def plan_reindex(
-    target: Target, *, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
-) -> list[ReindexPlan]:
+def plan_reindex(target: Target, *, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> list[ReindexPlan]:
     """Plan the rebuild for a target: a segment file, a partition directory or a log dir."""
     plans: list[ReindexPlan] = []
     if target.kind == "file":
@@ -222,7 +262,9 @@ def plan_reindex(
         results = [check_segment(s, keep_spans=True) for s in segments]
         # A lone segment: transactions that began in earlier segments are unknown (-1 fields).
         aborts = expected_aborts(results)
-        plans.append(_plan(target.given, target.path.parent, target.log_dir_path, results, aborts, interval_bytes))
+        plans.append(
+            _plan(target.given, target.path.parent, target.log_dir_path, results, aborts, interval_bytes)
+        )
         return plans
     for part in target.partitions():
         plans.append(plan_partition(part, target.log_dir_path, interval_bytes=interval_bytes))
@@ -246,7 +288,9 @@ def _plan(
     interval_bytes: int,
 ) -> ReindexPlan:
     segs = []
-    log_start = next((r.summary.first_offset for r in results if r.summary and r.summary.first_offset is not None), 0)
+    log_start = next(
+        (r.summary.first_offset for r in results if r.summary and r.summary.first_offset is not None), 0
+    )
     for r, a in zip(results, aborts, strict=True):
         if r.summary is None:
             continue
@@ -261,7 +305,9 @@ def resolve_aborts(expected: Sequence[AbortedTxn], result: SegmentResult, log_st
     otherwise the transaction is taken to start at the log start offset, which is where the
     broker's READ_COMMITTED filtering can begin anyway.
     """
-    existing = {(e.producer_id, e.last_offset): e for e in (result.txn_index.entries if result.txn_index else ())}
+    existing = {
+        (e.producer_id, e.last_offset): e for e in (result.txn_index.entries if result.txn_index else ())
+    }
     out = []
     for e in expected:
         if e.first_offset >= 0 and e.last_stable_offset >= 0:

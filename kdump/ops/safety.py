@@ -89,7 +89,9 @@ def log_dir_lock(log_dir: Path | None) -> Iterator[None]:
         yield
         return
     except OSError as exc:
-        raise LogDirLockedError(f"cannot open {lock_path} to check the broker's lock: {exc.strerror}") from exc
+        raise LogDirLockedError(
+            f"cannot open {lock_path} to check the broker's lock: {exc.strerror}"
+        ) from exc
     try:
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -133,7 +135,9 @@ def _write_new(path: Path, data: bytes) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644)
     except FileExistsError as exc:
-        raise RefusedError(f"{path} already exists; kdump never overwrites a backup or temporary file") from exc
+        raise RefusedError(
+            f"{path} already exists; kdump never overwrites a backup or temporary file"
+        ) from exc
     except OSError as exc:
         raise PathError(f"cannot create {path}: {exc.strerror}") from exc
     try:
@@ -265,7 +269,13 @@ class Journal:
         _write_new(tail, b"".join(chunks))
         fault_point("after-backup")
         step = self._step(
-            {"op": "truncate", "path": str(path), "size": size, "original_size": original, "backup": str(tail)}
+            {
+                "op": "truncate",
+                "path": str(path),
+                "size": size,
+                "original_size": original,
+                "backup": str(tail),
+            }
         )
         fd = os.open(path, os.O_WRONLY | _O_NOFOLLOW | _O_CLOEXEC)
         try:
@@ -325,7 +335,9 @@ def restore(backup_dir: Path) -> RestoreResult:
             if size == step["original_size"]:
                 continue
             if size != step["size"]:
-                raise RefusedError(f"{path} is {size} bytes, neither its original nor its trimmed size; not touched")
+                raise RefusedError(
+                    f"{path} is {size} bytes, neither its original nor its trimmed size; not touched"
+                )
             tail = backup.read_bytes()
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | _O_NOFOLLOW | _O_CLOEXEC)
             try:

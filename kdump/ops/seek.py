@@ -29,7 +29,6 @@ it, so the answer is the one a broker with sound indexes gives.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -41,8 +40,8 @@ from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats import checkpoints
 from kdump.formats.batch import BatchHeader
-from kdump.formats.offset_index import OffsetIndexEntry, offset_index_entry_at, offset_index_entry_count
 from kdump.formats.offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
+from kdump.formats.offset_index import OffsetIndexEntry, offset_index_entry_at, offset_index_entry_count
 from kdump.formats.time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
 from kdump.formats.time_index import TimeIndexEntry, time_index_entry_at, time_index_entry_count
 from kdump.model.partition import PartitionDir
@@ -58,6 +57,9 @@ SPECIAL_TARGETS: tuple[SpecialTarget, ...] = ("earliest", "latest", "max-timesta
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 
+# Time index slots sampled to check a segment's last entry is its largest (see `largest`).
+_SAMPLES = 8
+_V0_NOTE = "magic v0 data carries no timestamps: the broker finds no offset by time in it"
 # Scan findings below this severity (offset gaps after compaction, ...) are normal and not "met".
 _SCAN_FINDING_FLOOR = Severity.WARNING
 
@@ -245,7 +247,7 @@ class _IndexFile(Generic[E]):
     ) -> None:
         self.buf = buf
         self.count = count
-        self._read = read
+        self._read: Callable[[memoryview, int, int], E] = read
         self._base = base
         self._run = run
 
@@ -292,7 +294,9 @@ class _SegmentView:
     def log(self) -> memoryview:
         return self.stack.enter_context(open_buffer(self.log_path))
 
-    def _open_index(self, path: Path | None, missing_code: str, entry_size: int, kind: str) -> memoryview | None:
+    def _open_index(
+        self, path: Path | None, missing_code: str, entry_size: int, kind: str
+    ) -> memoryview | None:
         run = self.run
         if path is None:
             run.fallback(
@@ -367,7 +371,12 @@ class _SegmentView:
 
     def _scan(self, position: int, summary_out: list[ScanSummary] | None) -> Iterator[BatchHeader]:
         for ev in scan_log(
-            self.log, file=self.label, base_offset=self.base, mode=ScanMode.RECOVERY, start=position, resync=False
+            self.log,
+            file=self.label,
+            base_offset=self.base,
+            mode=ScanMode.RECOVERY,
+            start=position,
+            resync=False,
         ):
             if isinstance(ev, BatchHeader):
                 self.run.batches_read += 1
@@ -402,7 +411,7 @@ class _SegmentView:
     @cached_property
     def mtime_ms(self) -> int:
         # Java's File.lastModified(): milliseconds, truncated.
-        return os.stat(self.log_path).st_mtime_ns // 1_000_000
+        return self.log_path.stat().st_mtime_ns // 1_000_000
 
     # -- the offset index, checked --
 
@@ -437,7 +446,9 @@ class _SegmentView:
             return 0, None
         return entry.position, header
 
-    def check_offset_entry(self, slot: int, entry: OffsetIndexEntry, target_offset: int) -> BatchHeader | None:
+    def check_offset_entry(
+        self, slot: int, entry: OffsetIndexEntry, target_offset: int
+    ) -> BatchHeader | None:
         """The batch at an offset index entry's position, or None (reported) when it cannot be trusted."""
         at = slot * OFFSET_ENTRY_SIZE
         if entry.position >= len(self.log):
@@ -541,30 +552,32 @@ class _SegmentView:
             return self._from_scan(self.full)
         slot = tidx.count - 1
         last = tidx.entry(slot)
-        checks = [last]
-        first = tidx.entry(0) if slot > 0 else last
-        prev = tidx.entry(slot - 1) if slot > 0 else None
-        if prev is not None:
-            checks.append(prev)
         upper = self.next_base
-        problem = None
+        problem: tuple[str, str] | None = None
+        held = None
+        # A sample of slots spread over the file, the last two included, must be in order: a
+        # shuffled or overwritten index almost never passes, and only ~10 slots are read.
+        sample = sorted(
+            {0, slot, max(0, slot - 1), *(tidx.count * k // _SAMPLES for k in range(1, _SAMPLES))}
+        )
+        bad = _out_of_order(
+            [(i, last if i == slot else tidx.entry(i)) for i in sample],
+            lambda e: (e.timestamp, e.offset),
+            strict_second=False,
+            floor=self.base,
+        )
         if not self.base <= last.offset or (upper is not None and last.offset >= upper):
             problem = (
                 "time-index-offset-not-found",
                 f"last entry's offset {last.offset} is outside this segment's offsets",
             )
-        elif prev is not None and (prev.timestamp >= last.timestamp or prev.offset > last.offset):
+        elif bad is not None:
             problem = (
                 "time-index-out-of-order",
-                f"entry {slot - 1} (timestamp {prev.timestamp}, offset {prev.offset}) does not precede "
-                f"the last entry (timestamp {last.timestamp}, offset {last.offset})",
+                f"entry {bad[0]} (timestamp {bad[1].timestamp}, offset {bad[1].offset}) is out of order "
+                f"with the other entries",
             )
-        elif first.timestamp > last.timestamp:
-            problem = (
-                "time-index-out-of-order",
-                f"the last entry's timestamp {last.timestamp} is below the first's {first.timestamp}",
-            )
-        if problem is None:
+        else:
             held = self.batch_holding(last.offset)
             problem = _time_entry_problem(held, last)
         if problem is not None:
@@ -576,18 +589,18 @@ class _SegmentView:
                 offset=last.offset,
             )
             return self._from_scan(self.full)
-        held = self.batch_holding(last.offset)
         tail = self.tail
         if tail.max_timestamp > last.timestamp:
             if self.is_last:
                 # The active segment's running maximum lives in memory until the next index entry.
                 return _SegmentMax(tail.max_timestamp, False, tail.max_timestamp, tail.max_batch, tail.saw_v0)
+            where = tail.max_batch.position if tail.max_batch is not None else tail.start
             run.fallback(
                 "time-index-mismatch",
                 self.time_index_label,
-                f"batch at position {tail.max_batch.position if tail.max_batch else '?'} carries timestamp "
-                f"{tail.max_timestamp}, above the last entry's {last.timestamp}: the closed segment's final "
-                f"entry is missing; the log is scanned instead",
+                f"the batch at position {where} carries timestamp {tail.max_timestamp}, above the last "
+                f"entry's {last.timestamp}: the closed segment's final entry is missing; the log is scanned "
+                f"instead",
                 position=slot * TIME_ENTRY_SIZE,
                 offset=last.offset,
             )
@@ -618,8 +631,8 @@ class _SegmentView:
             self.run.fallback(
                 "time-index-out-of-order",
                 self.time_index_label,
-                f"entry {i} (timestamp {e.timestamp}, offset {e.offset}) is out of order with its neighbours; "
-                f"the segment is searched from its start instead",
+                f"entry {i} (timestamp {e.timestamp}, offset {e.offset}) is out of order with its "
+                f"neighbours; the segment is searched from its start instead",
                 position=i * TIME_ENTRY_SIZE,
                 offset=e.offset,
             )
@@ -711,7 +724,7 @@ class _Run:
         self.findings: list[Finding] = []
         self._seen: set[tuple[str, str, int | None, int | None]] = set()
         self.notes: list[str] = []
-        self.scan_fallback = False
+        self.fallbacks = 0
         self.segments_examined = 0
         self.index_entries_read = 0
         self.batches_read = 0
@@ -740,7 +753,7 @@ class _Run:
             self.findings.append(f)
 
     def fallback(self, code: str, file: str, message: str, **kw: Any) -> None:
-        self.scan_fallback = True
+        self.fallbacks += 1
         self.add(make_finding(code, file, message, **kw))
 
     def view(self, i: int, stack: ExitStack) -> _SegmentView:
@@ -764,7 +777,7 @@ class _Run:
             partition=self.label,
             target=target,
             target_timestamp=target_timestamp,
-            scan_fallback=self.scan_fallback,
+            scan_fallback=self.fallbacks > 0,
             log_start_offset=self.log_start_offset,
             high_watermark=self.high_watermark,
             findings=tuple(self.findings),
@@ -797,24 +810,22 @@ class _Run:
         return self.result("timestamp", t)
 
     def _search(self, sv: _SegmentView, t: int, lso: int, largest: _SegmentMax) -> SeekResult:
-        fallbacks_before = self.scan_fallback
-        self.scan_fallback = False
         if largest.used_mtime:
-            what = "magic v0 data carries no timestamps" if largest.saw_v0 else "it holds no timestamped batch"
+            what = "magic v0 data carries no timestamps" if largest.saw_v0 else "no batch carries a timestamp"
             self.notes.append(
                 f"segment {sv.seg.name}: {what}, so like the broker its largest timestamp is the .log file's "
                 f"modification time ({largest.timestamp}), which chose it"
             )
+        fallbacks = self.fallbacks
         start_offset, held = sv.start_for_time(t)
-        time_index_ok = not self.scan_fallback
         lookup = max(start_offset, lso)
         if held is not None and lookup == start_offset:
-            # The checked batch holding O is where the broker's offset index lookup leads too.
+            # The checked batch holding O: the broker's offset index lookup lands at or before it,
+            # and nothing between can qualify (every batch before it has a smaller maxTimestamp).
             position = held.position
         else:
             position, _ = sv.locate(lookup)
-        used_index = time_index_ok and not self.scan_fallback
-        self.scan_fallback = self.scan_fallback or fallbacks_before or not time_index_ok
+        used_index = self.fallbacks == fallbacks
         saw_v0 = False
         for h in sv.batches_from(position):
             saw_v0 = saw_v0 or h.magic == 0
@@ -839,9 +850,7 @@ class _Run:
                         segment_largest_timestamp=largest.timestamp,
                     )
         if saw_v0 or largest.saw_v0:
-            self.notes.append(
-                "magic v0 data carries no timestamps: the broker finds no offset by time in it"
-            )
+            self.notes.append("magic v0 data carries no timestamps: the broker finds no offset by time in it")
         self.notes.append(
             f"no record of segment {sv.seg.name} is at or after {t}; like the broker, later segments are not "
             f"searched"
@@ -870,19 +879,23 @@ class _Run:
             return self._no_segments("earliest", None)
         lso = self.log_start_offset
         assert lso is not None
+        # The segment holding the log start offset, then later ones: where a fetch from it reads.
         first = max(i for i, s in enumerate(self.segments) if s.base_offset <= lso or i == 0)
         for i in range(first, len(self.segments)):
             with ExitStack() as stack:
                 sv = self.view(i, stack)
-                position, header = sv.locate(lso) if i == first else (0, None)
-                batches = [header] if header is not None and header.last_offset >= lso else []
-                for h in batches or sv.batches_from(position):
-                    if h.last_offset >= lso:
-                        return self.result(
-                            "earliest", None, offset=lso, segment=sv.label, position=h.position, used_index=True
-                        )
+                h = sv.batch_holding(lso) if i == first else next(sv.batches_from(0), None)
+                if h is not None:
+                    return self.result(
+                        "earliest",
+                        None,
+                        offset=lso,
+                        segment=sv.label,
+                        position=h.position,
+                        used_index=self.fallbacks == 0,
+                    )
         self.notes.append(f"no batch holds offset {lso} or any later one")
-        return self.result("earliest", None, offset=lso, used_index=True)
+        return self.result("earliest", None, offset=lso, used_index=self.fallbacks == 0)
 
     def seek_latest(self) -> SeekResult:
         if not self.segments:
@@ -893,13 +906,11 @@ class _Run:
             last = tail.last_batch
             # LogSegment.readNextOffset: the last batch's next offset, or the base offset when empty.
             leo = sv.base if last is None else last.last_offset + 1
-            if last is None and tail.start > 0:
-                leo = sv.base  # the indexed batch itself did not read back: nothing valid after it
             lso = self.log_start_offset
             if lso is not None and lso > leo:
                 self.notes.append(
-                    f"the log start offset {lso} is above the log end {leo}: a broker deletes the segments and "
-                    f"starts the log at {lso}"
+                    f"the log start offset {lso} is above the log end {leo}: a broker deletes the segments "
+                    f"and starts the log at {lso}"
                 )
                 leo = lso
             if self.high_watermark is not None and self.high_watermark > leo:
@@ -912,14 +923,14 @@ class _Run:
                 offset=leo,
                 segment=sv.label,
                 position=tail.valid_end,
-                used_index=not self.scan_fallback,
+                used_index=self.fallbacks == 0,
                 log_end_offset=leo,
             )
 
     def seek_max_timestamp(self) -> SeekResult:
         if not self.segments:
             return self._no_segments("max-timestamp", None)
-        best: tuple[int, int] | None = None  # (max timestamp, segment number)
+        best: tuple[int, int, _SegmentMax] | None = None  # (max timestamp, segment number, facts)
         saw_v0 = False
         for i in range(len(self.segments)):
             with ExitStack() as stack:
@@ -927,20 +938,17 @@ class _Run:
                 saw_v0 = saw_v0 or largest.saw_v0
                 # maxBy(_.maxTimestampSoFar): the first segment wins ties; no mtime here.
                 if best is None or largest.max_timestamp_so_far > best[0]:
-                    best = (largest.max_timestamp_so_far, i)
+                    best = (largest.max_timestamp_so_far, i, largest)
         assert best is not None
-        ts, i = best
+        ts, i, largest = best
         if ts < 0:
             self.notes.append(
-                "no batch carries a timestamp (magic v0 data carries none): the broker answers none"
-                if saw_v0
-                else "no batch carries a timestamp"
+                f"{_V0_NOTE}; no batch carries a timestamp" if saw_v0 else "no batch carries a timestamp"
             )
             return self.result("max-timestamp", None)
         with ExitStack() as stack:
             sv = self.view(i, stack)
             self.segments_examined -= 1  # seen already, in the pass above
-            largest = sv.largest
             h = largest.max_batch
             if h is None or h.max_timestamp != ts:
                 h = next((b for b in sv.batches_from(0) if b.max_timestamp == ts), None)
@@ -966,6 +974,6 @@ class _Run:
                 leader_epoch=h.partition_leader_epoch if h.partition_leader_epoch >= 0 else None,
                 segment=sv.label,
                 position=h.position,
-                used_index=not self.scan_fallback,
+                used_index=self.fallbacks == 0,
                 segment_largest_timestamp=ts,
             )

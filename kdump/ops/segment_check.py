@@ -62,7 +62,9 @@ def check_segment(
     last_epoch = -1
     try:
         with open_buffer(segment.log, max_bytes) as buf:
-            for ev in scan_log(buf, file=log_label, base_offset=segment.base_offset, deep=deep, mode=ScanMode.FORENSIC):
+            for ev in scan_log(
+                buf, file=log_label, base_offset=segment.base_offset, deep=deep, mode=ScanMode.FORENSIC
+            ):
                 if isinstance(ev, BatchHeader):
                     if not ev.crc_ok:
                         continue
@@ -145,7 +147,9 @@ def _check_indexes(segment: Segment, table: BatchTable, summary: ScanSummary) ->
             )
         )
     else:
-        out.extend(_index_findings(segment.timeindex, segment.base_offset, table, summary.valid_bytes, "timeindex"))
+        out.extend(
+            _index_findings(segment.timeindex, segment.base_offset, table, summary.valid_bytes, "timeindex")
+        )
     return out
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kdump.errors import RefusedError
+from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
@@ -82,7 +83,9 @@ class TrimPlan:
         }
 
 
-def _tail_facts(seg: Segment, cut: int) -> tuple[int, int | None, int | None, int | None, int | None, int, str, ScanSummary]:
+def _tail_facts(
+    seg: Segment, cut: int
+) -> tuple[int, int | None, int | None, int | None, int | None, int, str, ScanSummary]:
     """Batches after `cut` (forensic scan), and why the cut is where it is."""
     assert seg.log is not None
     batches = 0
@@ -104,8 +107,8 @@ def _tail_facts(seg: Segment, cut: int) -> tuple[int, int | None, int | None, in
                     max_ts = ev.max_timestamp if max_ts is None else max(max_ts, ev.max_timestamp)
             elif isinstance(ev, ScanSummary):
                 summary = ev
-            elif hasattr(ev, "code") and getattr(ev, "position", None) == cut and reason == "end of file":
-                reason = f"{ev.code}: {ev.message}"  # type: ignore[attr-defined]
+            elif isinstance(ev, Finding) and ev.position == cut and reason == "end of file":
+                reason = f"{ev.code}: {ev.message}"
     assert summary is not None
     return batches, first, last, min_ts, max_ts, salvage, reason, summary
 
@@ -165,15 +168,47 @@ def _plan_segments(
             chosen, cut, size, later = seg, summary.valid_bytes, summary.size, tuple(segments[i + 1 :])
             break
     if chosen is None:
-        return TrimPlan(label, root, log_dir, None, 0, 0, 0, 0, None, None, None, None, 0, "nothing to trim",
-                        (), drop_later_segments, None)
+        return TrimPlan(
+            label,
+            root,
+            log_dir,
+            None,
+            0,
+            0,
+            0,
+            0,
+            None,
+            None,
+            None,
+            None,
+            0,
+            "nothing to trim",
+            (),
+            drop_later_segments,
+            None,
+        )
     batches, first, last, min_ts, max_ts, salvage, reason, summary = _tail_facts(chosen, cut)
     if to_offset is not None:
         reason = f"truncate to offset {to_offset}"
     new_end = _last_offset_before(chosen, cut)
     return TrimPlan(
-        label, root, log_dir, chosen, size, cut, size - cut, batches, first, last, min_ts, max_ts, salvage, reason,
-        later, drop_later_segments, None if new_end is None else new_end + 1,
+        label,
+        root,
+        log_dir,
+        chosen,
+        size,
+        cut,
+        size - cut,
+        batches,
+        first,
+        last,
+        min_ts,
+        max_ts,
+        salvage,
+        reason,
+        later,
+        drop_later_segments,
+        None if new_end is None else new_end + 1,
     )
 
 
@@ -243,7 +278,9 @@ def apply_trim_tail(
         earlier = [s for s in PartitionDir.load(plan.root).segments if s.base_offset < seg.base_offset]
         results = [check_segment(s) for s in earlier] + [check_segment(seg, keep_spans=True)]
         aborts = expected_aborts(results)[-1]
-        log_start = next((r.summary.first_offset for r in results if r.summary and r.summary.first_offset is not None), 0)
+        log_start = next(
+            (r.summary.first_offset for r in results if r.summary and r.summary.first_offset is not None), 0
+        )
         seg_plan = plan_segment(results[-1], resolve_aborts(aborts, results[-1], log_start), interval_bytes)
         reindexed = []
         for change in seg_plan.changes:

@@ -7,6 +7,7 @@ partition over the segments' results. Nothing is written anywhere.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -77,10 +78,10 @@ def verify_targets(
             units.append((str(part.path), "partition", part.path, part, part.segments))
     all_segments = [s for *_, segs in units for s in segs]
     results = iter(_check_all(all_segments, options, progress))
-    for label, kind, path, part, segs in units:
+    for label, _kind, path, unit_part, segs in units:
         seg_results = [next(results) for _ in segs]
-        if part is not None:
-            yield partition_report(part, seg_results, label)
+        if unit_part is not None:
+            yield partition_report(unit_part, seg_results, label)
         else:
             yield file_report(label, path, seg_results)
 
@@ -112,7 +113,9 @@ def _segment_size(s: Segment) -> int:
         return 0
 
 
-def _check_all(segments: Sequence[Segment], options: VerifyOptions, progress: Progress | None) -> Iterator[SegmentResult]:
+def _check_all(
+    segments: Sequence[Segment], options: VerifyOptions, progress: Progress | None
+) -> Iterator[SegmentResult]:
     jobs = options.jobs or os.cpu_count() or 1
     tasks = [(s, options.deep, options.max_bytes) for s in segments]
     sizes = [_segment_size(s) for s in segments]
@@ -174,9 +177,15 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
     f.extend(_check_transactions(results))
     f.extend(_check_leader_epochs(part, results))
     for p in part.leftovers:
-        f.append(make_finding("leftover-file", str(p), f"{p.name} was left by an unfinished clean, split or deletion"))
+        f.append(
+            make_finding(
+                "leftover-file", str(p), f"{p.name} was left by an unfinished clean, split or deletion"
+            )
+        )
     for p in part.orphan_indexes:
-        f.append(make_finding("orphan-index", str(p), f"{p.name} has no {p.name.split('.')[0]}.log beside it"))
+        f.append(
+            make_finding("orphan-index", str(p), f"{p.name} has no {p.name.split('.')[0]}.log beside it")
+        )
     for snap in part.snapshots.values():
         f.extend(_check_snapshot(snap))
     if part.partition_metadata is not None:
@@ -185,7 +194,7 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
 
 
 def _check_overlaps(results: Sequence[SegmentResult]) -> Iterator[Finding]:
-    for a, b in zip(results, results[1:], strict=False):
+    for a, b in itertools.pairwise(results):
         if a.summary is None or a.summary.last_offset is None:
             continue
         if a.summary.last_offset >= b.segment.base_offset:
@@ -260,7 +269,10 @@ def _check_leader_epochs(part: PartitionDir, results: Sequence[SegmentResult]) -
     for r in results:
         for epoch, first in r.epochs:
             seen.setdefault(epoch, first)
-    log_end = max((r.summary.last_offset for r in results if r.summary and r.summary.last_offset is not None), default=None)
+    log_end = max(
+        (r.summary.last_offset for r in results if r.summary and r.summary.last_offset is not None),
+        default=None,
+    )
     for epoch, first in sorted(seen.items()):
         if epoch not in starts:
             yield make_finding(

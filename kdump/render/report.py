@@ -40,7 +40,10 @@ def overall_row(reports: Sequence[PartitionReport], exit_code: int) -> dict[str,
         "batches": sum(r.batches for r in reports),
         "records": sum(r.records for r in reports),
         "size": sum(r.size for r in reports),
-        "findings": {s.label: sum(r.count(s) for r in reports) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)},
+        "findings": {
+            s.label: sum(r.count(s) for r in reports)
+            for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)
+        },
         "exit_code": exit_code,
     }
 
@@ -71,12 +74,12 @@ def junit_xml(reports: Sequence[PartitionReport], fail_on: Severity) -> str:
         f'<testsuite name="kdump verify" tests="{len(reports)}" failures="{failures}" errors="0" skipped="0">',
     ]
     for r in reports:
-        out.append(f"<testcase classname=\"kdump.verify\" name={quoteattr(r.label)}>")
+        out.append(f'<testcase classname="kdump.verify" name={quoteattr(r.label)}>')
         bad = [f for f in r.findings if f.severity >= fail_on]
         if bad:
             message = f"{len(bad)} findings at or above {fail_on.label}"
             body = "\n".join(finding_line(f) for f in bad)
-            out.append(f"<failure message={quoteattr(message)} type=\"{bad[0].code}\">{escape(body)}</failure>")
+            out.append(f'<failure message={quoteattr(message)} type="{bad[0].code}">{escape(body)}</failure>')
         others = [f for f in r.findings if f.severity < fail_on]
         if others:
             out.append(f"<system-out>{escape(chr(10).join(finding_line(f) for f in others))}</system-out>")

@@ -43,7 +43,18 @@ def _batch_table(title: str) -> Table:
     from rich.table import Table
 
     t = Table(title=title, title_justify="left", show_lines=False, pad_edge=False)
-    for col in ("position", "offsets", "count", "size", "magic", "codec", "max timestamp", "producer", "flags", "crc"):
+    for col in (
+        "position",
+        "offsets",
+        "count",
+        "size",
+        "magic",
+        "codec",
+        "max timestamp",
+        "producer",
+        "flags",
+        "crc",
+    ):
         t.add_column(col, justify="right" if col in ("position", "count", "size") else "left", no_wrap=True)
     return t
 
@@ -53,13 +64,17 @@ def _record_table(title: str) -> Table:
 
     t = Table(title=title, title_justify="left", pad_edge=False)
     for col in ("offset", "timestamp", "key", "value", "headers"):
-        t.add_column(col, no_wrap=col != "value", overflow="ellipsis", max_width=None if col == "value" else 40)
+        t.add_column(
+            col, no_wrap=col != "value", overflow="ellipsis", max_width=None if col == "value" else 40
+        )
     return t
 
 
 def _batch_cells(h: BatchHeader) -> list[str]:
     flags = ",".join(
-        n for n, on in (("txn", h.is_transactional), ("control", h.is_control), ("lat", h.timestamp_type == 1)) if on
+        n
+        for n, on in (("txn", h.is_transactional), ("control", h.is_control), ("lat", h.timestamp_type == 1))
+        if on
     )
     offsets = f"{h.last_offset}" if h.base_offset is None else f"{h.base_offset}..{h.last_offset}"
     producer = "" if h.producer_id < 0 else f"{h.producer_id}/{h.producer_epoch}"
@@ -103,7 +118,8 @@ def write_rich(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") -
                 table = _record_table(current)
                 records_mode = True
             headers = ", ".join(
-                f"{k.decode('utf-8', 'backslashreplace')}={rows.encode_bytes(v, encoding)}" for k, v in ev.headers
+                f"{k.decode('utf-8', 'backslashreplace')}={rows.encode_bytes(v, encoding)}"
+                for k, v in ev.headers
             )
             table.add_row(
                 str(ev.offset),

@@ -134,7 +134,8 @@ def record_row(r: Record, batch: BatchHeader | None, file: str, encoding: str) -
         "key": encode_bytes(r.key, encoding),
         "value": encode_bytes(r.value, encoding),
         "headers": [
-            {"key": k.decode("utf-8", "backslashreplace"), "value": encode_bytes(v, encoding)} for k, v in r.headers
+            {"key": k.decode("utf-8", "backslashreplace"), "value": encode_bytes(v, encoding)}
+            for k, v in r.headers
         ],
         "sequence": r.sequence,
         "key_size": -1 if r.key is None else len(r.key),

@@ -45,7 +45,9 @@ class BatchTable:
 
     def __init__(self, spans: Sequence[BatchSpan]) -> None:
         self.spans = list(spans)
-        positions, _bases, last_offsets, max_timestamps = zip(*self.spans, strict=True) if self.spans else ((),) * 4
+        positions, _bases, last_offsets, max_timestamps = (
+            zip(*self.spans, strict=True) if self.spans else ((),) * 4
+        )
         self.positions: list[int] = list(positions)
         self.last_offsets: list[int] = list(last_offsets)
         self.position_set = set(self.positions)
@@ -92,17 +94,17 @@ def check_offset_index(
     reported_order = False
     for i, (offset, position) in enumerate(contents.entries):
         at = i * 8
-        if offset < base or (i > 0 and (offset <= prev_offset or position <= prev_position)):
-            if not reported_order:
-                yield make_finding(
-                    "index-not-monotonic",
-                    file,
-                    f"entry {i} (offset {offset}, position {position}) does not follow "
-                    f"(offset {prev_offset}, position {prev_position})",
-                    position=at,
-                    offset=offset,
-                )
-                reported_order = True
+        out_of_order = offset < base or (i > 0 and (offset <= prev_offset or position <= prev_position))
+        if out_of_order and not reported_order:
+            yield make_finding(
+                "index-not-monotonic",
+                file,
+                f"entry {i} (offset {offset}, position {position}) does not follow "
+                f"(offset {prev_offset}, position {prev_position})",
+                position=at,
+                offset=offset,
+            )
+            reported_order = True
         prev_offset, prev_position = offset, position
         if position >= valid_bytes:
             yield make_finding(
@@ -180,17 +182,17 @@ def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) 
     reported_order = False
     for i, (timestamp, offset) in enumerate(contents.entries):
         at = i * 12
-        if offset < base or (i > 0 and (timestamp <= prev_ts or offset < prev_offset)):
-            if not reported_order:
-                yield make_finding(
-                    "time-index-out-of-order",
-                    file,
-                    f"entry {i} (timestamp {timestamp}, offset {offset}) does not follow "
-                    f"(timestamp {prev_ts}, offset {prev_offset})",
-                    position=at,
-                    offset=offset,
-                )
-                reported_order = True
+        out_of_order = offset < base or (i > 0 and (timestamp <= prev_ts or offset < prev_offset))
+        if out_of_order and not reported_order:
+            yield make_finding(
+                "time-index-out-of-order",
+                file,
+                f"entry {i} (timestamp {timestamp}, offset {offset}) does not follow "
+                f"(timestamp {prev_ts}, offset {prev_offset})",
+                position=at,
+                offset=offset,
+            )
+            reported_order = True
         prev_ts, prev_offset = timestamp, offset
         holder = table.first_holding(offset)
         if holder is None or table.spans[holder].base_offset > offset:
@@ -215,7 +217,9 @@ def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) 
             )
 
 
-def check_txn_index(contents: TxnIndexContents, expected: Sequence[AbortedTxn], file: str) -> Iterator[Finding]:
+def check_txn_index(
+    contents: TxnIndexContents, expected: Sequence[AbortedTxn], file: str
+) -> Iterator[Finding]:
     """Compare a `.txnindex` with the aborted transactions the log's ABORT markers imply.
 
     Entries are matched on producer id and last offset (the ABORT marker's offset). The first

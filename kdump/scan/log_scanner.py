@@ -313,7 +313,9 @@ def scan_log(
 
         entry_size = length + LOG_OVERHEAD
         header = (
-            decode_v2_header(buf, pos, entry_size) if magic == 2 else decode_legacy_header(buf, pos, entry_size)
+            decode_v2_header(buf, pos, entry_size)
+            if magic == 2
+            else decode_legacy_header(buf, pos, entry_size)
         )
         batch_count += 1
         legacy_records: tuple[list[Record], list[Finding]] | None = None
@@ -352,7 +354,9 @@ def scan_log(
                 or header.partition_leader_epoch < prev_epoch
                 or header.compression > 4
             ):
-                for f in _check_offsets(header, file, base_offset, prev_last, prev_epoch, first_offset is None):
+                for f in _check_offsets(
+                    header, file, base_offset, prev_last, prev_epoch, first_offset is None
+                ):
                     yield tally(f)
             prev_last = header.last_offset
             if header.partition_leader_epoch >= 0:
@@ -360,7 +364,9 @@ def scan_log(
             if valid_end is None:
                 valid_batch_count += 1
                 if first_offset is None:
-                    first_offset = header.base_offset if header.base_offset is not None else header.last_offset
+                    first_offset = (
+                        header.base_offset if header.base_offset is not None else header.last_offset
+                    )
                 last_offset = header.last_offset
                 if header.max_timestamp > max_ts:
                     max_ts = header.max_timestamp

@@ -7,6 +7,7 @@ mapped, so it becomes an empty buffer.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from collections.abc import Iterator
@@ -47,11 +48,9 @@ def open_buffer(path: str | os.PathLike[str], max_bytes: int | None = None) -> I
         if view is not None:
             view.release()
         if mm is not None:
-            try:
+            # A slice still exported by a caller keeps the mapping alive until it is collected.
+            with contextlib.suppress(BufferError):
                 mm.close()
-            except BufferError:
-                # A slice still exported by a caller keeps the mapping alive until it is collected.
-                pass
 
 
 def read_small_file(path: str | os.PathLike[str], limit: int = 64 << 20) -> bytes:

@@ -18,7 +18,12 @@ import, and a test keeps the two in step.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from typing import Any
+
+from kdump.findings import Finding
+from kdump.render.rows import finding_row
 
 KAFKA_COLUMNS: tuple[tuple[str, str], ...] = (
     ("key", "BINARY"),
@@ -141,3 +146,17 @@ def _arrow_type(kind: str) -> Any:
         struct = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
         return pa.list_(pa.field("element", struct, nullable=True))
     raise ValueError(f"no Arrow type for {kind}")
+
+
+_FINDING_FIXED = ("type", "file", "code", "severity", "position", "offset", "message", "repair")
+
+
+def finding_rows(findings: Iterable[Finding], target: str, scope: str) -> list[dict[str, Any]]:
+    """Findings as rows of `FINDING_COLUMNS`: verify's JSON fields, the extras as a JSON `details`."""
+    out = []
+    for f in findings:
+        row = finding_row(f)
+        extra = {k: v for k, v in row.items() if k not in _FINDING_FIXED}
+        fixed = {k: row[k] for k in _FINDING_FIXED}
+        out.append({**fixed, "details": json.dumps(extra, default=str), "target": target, "scope": scope})
+    return out

@@ -21,7 +21,8 @@ type  key                                          value                        
 8     ConsumerGroupCurrentMemberAssignmentKey      ConsumerGroupCurrentMemberAssignmentValue         0
 ====  ==========================================  ================================================  ========
 
-Types 3-8 are the KIP-848 consumer groups. Type 0 is the offset commit key of Kafka before 0.10 (same layout).
+Types 3-8 are the KIP-848 consumer groups. Types 0 and 1 are two versions of the same offset commit key
+(identical layout; brokers write 1).
 OffsetCommitValue and GroupMetadataValue become flexible (compact strings, tagged fields) at version 4; the
 KIP-848 values are flexible from version 0.
 
@@ -45,6 +46,10 @@ Decoded form (`decode_offsets_record`, see `decoded.DecodedRecord` for the envel
 The oracle text is `kafka-dump-log.sh --offsets-decoder` of Kafka 3.8 (KAFKA-16470): ` key: <key JSON>
 payload: <value JSON>` or ` payload: <DELETE>`; for an unknown type ` key: Unknown record type N at offset O,
 skipping.`. A record without a key aborts Kafka's dump: here it raises `CorruptFieldError`.
+
+An unknown record type or value version gives status "unknown" with the raw bytes. For an unknown value
+version Kafka 3.8 does not fail: it reads the bytes as its nearest known version, and the oracle text shows
+that reading. Bytes after a key or value message are ignored by Kafka; they are counted in `trailingBytes`.
 """
 
 from __future__ import annotations

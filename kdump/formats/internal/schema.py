@@ -357,7 +357,6 @@ class Reader:
         )
 
 
-
 _REPLACEMENT: Final = "\ufffd"
 
 

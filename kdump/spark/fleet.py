@@ -1,0 +1,164 @@
+"""Fleet verify: `kdump verify --engine spark`, the checks of local verify spread over a Spark cluster.
+
+The work is cut exactly as local verify cuts it (`kdump.ops.verify.verify_targets`): every segment
+is checked on its own by `check_segment`, one Spark task per segment, biggest first; the results are
+then grouped per partition directory (a shuffle keyed by the unit's index) and the partition-level
+checks run on the executors through the same `partition_report` / `file_report`. The driver only
+lists the directories and collects the reports, so the findings, their order and the summary are
+those of local verify on the same data.
+
+Paths are opened by the executors as given: on a cluster they must be absolute and readable there
+(a shared or mounted filesystem), and the executors need kdump installed (`PYSPARK_PYTHON`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from kdump.model.log_dir import Target
+from kdump.model.partition import PartitionDir
+from kdump.model.segment import Segment
+from kdump.ops.segment_check import SegmentResult, check_segment
+from kdump.ops.verify import PartitionReport, VerifyOptions, _segments_of_file, file_report, partition_report
+
+__all__ = ["FleetUnit", "fleet_units", "run_fleet_verify", "write_output"]
+
+# More tasks than this and each task checks several segments (Spark's per-task overhead adds up).
+MAX_SEGMENT_TASKS = 20_000
+
+# (label, kind, path, partition directory or None, segments): one verify report each.
+FleetUnit = tuple[str, str, Path, PartitionDir | None, list[Segment]]
+_Meta = tuple[str, str, Path, PartitionDir | None]
+
+
+def fleet_units(targets: Iterable[Target]) -> list[FleetUnit]:
+    """Verify's units, in its order: each partition directory of each target, or a file given alone."""
+    units: list[FleetUnit] = []
+    for target in targets:
+        if target.kind == "file":
+            units.append((target.given, "file", target.path, None, _segments_of_file(target.path)))
+            continue
+        for part in target.partitions():
+            units.append((str(part.path), "partition", part.path, part, part.segments))
+    return units
+
+
+def _check_task(
+    task: tuple[int, int, Segment], deep: bool, max_bytes: int | None
+) -> tuple[int, tuple[int, Any]]:
+    """Executor side: check one segment; keyed by its unit, tagged with its place in the unit."""
+    unit, index, segment = task
+    return unit, (index, check_segment(segment, deep=deep, max_bytes=max_bytes))
+
+
+def _unit_meta(item: tuple[int, _Meta]) -> tuple[int, tuple[int, Any]]:
+    unit, meta = item
+    return unit, (-1, meta)
+
+
+def _build_report(item: tuple[int, Iterable[tuple[int, Any]]]) -> tuple[int, PartitionReport]:
+    """Executor side: a unit's partition-level checks over its segments' results, in segment order."""
+    unit, tagged = item
+    ordered = sorted(tagged, key=lambda t: t[0])
+    meta: _Meta = ordered[0][1]
+    results: list[SegmentResult] = [r for i, r in ordered[1:]]
+    label, _kind, path, part = meta
+    if part is not None:
+        return unit, partition_report(part, results, label)
+    return unit, file_report(label, path, results)
+
+
+def _segment_size(s: Segment) -> int:
+    try:
+        return s.log.stat().st_size if s.log is not None else 0
+    except OSError:
+        return 0
+
+
+def verify_units(sc: Any, units: Sequence[FleetUnit], options: VerifyOptions) -> list[PartitionReport]:
+    """Run verify over `units` on a SparkContext; the reports come back in unit order."""
+    if not units:
+        return []
+    tasks = [(u, i, seg) for u, unit in enumerate(units) for i, seg in enumerate(unit[4])]
+    # Biggest segments first, so a long task does not start last.
+    tasks.sort(key=lambda t: -_segment_size(t[2]))
+    metas = [(u, (label, kind, path, part)) for u, (label, kind, path, part, _segs) in enumerate(units)]
+    parallelism = max(1, int(sc.defaultParallelism))
+    meta_rdd = sc.parallelize(metas, min(len(metas), parallelism)).map(_unit_meta)
+    if tasks:
+        check = partial(_check_task, deep=options.deep, max_bytes=options.max_bytes)
+        checked = sc.parallelize(tasks, min(len(tasks), MAX_SEGMENT_TASKS)).map(check)
+        tagged = checked.union(meta_rdd)
+    else:
+        tagged = meta_rdd
+    groups = max(1, min(len(units), parallelism * 4))
+    built = tagged.groupByKey(groups).map(_build_report).collect()
+    return [report for _unit, report in sorted(built, key=lambda t: t[0])]
+
+
+def spark_session(master: str | None) -> tuple[Any, bool]:
+    """The running SparkSession, or a new one on `master` (default `local[*]`); and whether it is new.
+
+    For a local master the workers run this very Python (`PYSPARK_PYTHON`, unless already set), so
+    they find kdump and pyarrow.
+    """
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    if SparkContext._active_spark_context is not None:
+        return SparkSession.builder.getOrCreate(), False
+    url = master or "local[*]"
+    if url.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master(url)
+        .appName("kdump verify")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark, True
+
+
+def run_fleet_verify(
+    targets: Sequence[Target], options: VerifyOptions, *, master: str | None = None, output: str | None = None
+) -> list[PartitionReport]:
+    """Verify every partition of `targets` on Spark; write the findings to `output` when given."""
+    units = fleet_units(targets)
+    spark, created = spark_session(master)
+    try:
+        reports = verify_units(spark.sparkContext, units, options)
+    finally:
+        if created:
+            spark.stop()
+    if output is not None:
+        write_output(reports, Path(output))
+    return reports
+
+
+def write_output(reports: Sequence[PartitionReport], directory: Path) -> None:
+    """Write `findings.parquet`, `findings.jsonl` (verify's JSON rows) and `reports.jsonl` (summaries)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kdump.render.report import finding_rows as json_rows
+    from kdump.render.report import report_summary_row
+    from kdump.spark.schema import FINDING_COLUMNS, arrow_schema, finding_rows
+
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = [row for r in reports for row in finding_rows(r.findings, r.label, r.kind)]
+    table = pa.Table.from_pylist(rows, schema=arrow_schema(FINDING_COLUMNS))
+    pq.write_table(table, directory / "findings.parquet")
+    with open(directory / "findings.jsonl", "w", encoding="utf-8") as fh:
+        for r in reports:
+            for row in json_rows(r):
+                fh.write(json.dumps(row, separators=(",", ":")) + "\n")
+    with open(directory / "reports.jsonl", "w", encoding="utf-8") as fh:
+        for r in reports:
+            fh.write(json.dumps(report_summary_row(r), separators=(",", ":")) + "\n")
