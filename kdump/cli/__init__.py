@@ -57,11 +57,14 @@ def cli() -> None:
     """Forensic dump, verify and repair for Apache Kafka's on-disk logs.
 
     Exit codes: 0 ok, 1 findings at or above --fail-on (verify) or changes pending (dry run),
-    2 usage error, 3 a path could not be read or written, 4 repair refused (broker lock held).
+    2 usage error, 3 a path could not be read or written, 4 repair refused (broker lock held),
+    70 internal error (a bug: KDUMP_DEBUG=1 shows the traceback).
 
     \b
-    Shell completion (bash, zsh, fish):
-      eval "$(_KDUMP_COMPLETE=bash_source kdump)"
+    Shell completion:
+      eval "$(_KDUMP_COMPLETE=bash_source kdump)"     # bash, in ~/.bashrc
+      eval "$(_KDUMP_COMPLETE=zsh_source kdump)"      # zsh, in ~/.zshrc
+      _KDUMP_COMPLETE=fish_source kdump | source      # fish
     """
 
 
@@ -90,4 +93,4 @@ def main() -> None:
             f"kdump: internal error: {type(exc).__name__}: {exc} (set KDUMP_DEBUG=1 for a traceback)",
             err=True,
         )
-        sys.exit(70)
+        sys.exit(ExitCode.INTERNAL)

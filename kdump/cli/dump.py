@@ -30,8 +30,8 @@ from kdump.render.rows import ENCODINGS
     show_default=True,
     help="How keys, values and header values are shown (utf8 escapes invalid bytes as \\xNN).",
 )
-@click.option("--from-offset", type=int, help="Show only offsets at or above this one.")
-@click.option("--to-offset", type=int, help="Show only offsets at or below this one.")
+@click.option("--from-offset", type=click.IntRange(min=0), help="Show only offsets at or above this one.")
+@click.option("--to-offset", type=click.IntRange(min=0), help="Show only offsets at or below this one.")
 @click.option("--from-time", type=TimeParam(), help="Show only timestamps at or after this time.")
 @click.option("--to-time", type=TimeParam(), help="Show only timestamps at or before this time.")
 @click.option("--key", help="Show only records with this key (UTF-8); implies --records.")
@@ -42,7 +42,11 @@ from kdump.render.rows import ENCODINGS
     "--max-bytes", type=click.IntRange(min=0), help="Read only this many bytes of each file (live brokers)."
 )
 @click.option(
-    "--jobs", type=click.IntRange(min=0), default=0, help="Worker processes decoding records (0: all cores)."
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Worker processes decoding records (0: all cores).",
 )
 @format_option
 def dump_command(
@@ -64,12 +68,13 @@ def dump_command(
     """Dump segments, indexes, snapshots and checkpoints, damaged or not.
 
     PATH may be a file (.log .index .timeindex .txnindex .snapshot, checkpoints and their
-    .deleted/.cleaned/.swap variants), a partition directory or a whole log dir. Findings appear
-    where they occur. Nothing is ever written.
+    .deleted/.cleaned/.swap variants): each is decoded by its kind. A partition directory or a
+    whole log dir dumps the .log segments in offset order (name other files to dump them).
+    Findings appear where they occur. Nothing is ever written.
 
     \b
     Examples:
-      kdump dump /var/lib/kafka/orders-0
+      kdump dump /var/lib/kafka/data/orders-0
       kdump dump --records --from-offset 1200 --to-offset 1210 orders-0
       kdump dump --records --format json --encoding base64 00000000000000000000.log | jq .
     """

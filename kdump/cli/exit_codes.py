@@ -13,3 +13,4 @@ class ExitCode(IntEnum):
     USAGE = 2  # bad command line
     UNREADABLE = 3  # a path could not be read (or written)
     REFUSED = 4  # a repair was refused (a broker holds the log dir's lock, or it is unsafe)
+    INTERNAL = 70  # a bug in kdump (EX_SOFTWARE); KDUMP_DEBUG=1 shows the traceback

@@ -9,7 +9,7 @@ import click
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import format_option, resolve_format
-from kdump.cli.repair import discover_all, repair_options, write_rows
+from kdump.cli.repair import check_backup_dir, discover_all, repair_options, write_rows
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, ReindexPlan, apply_reindex, plan_reindex
 
 
@@ -44,6 +44,7 @@ def reindex_command(
       kdump reindex --apply --index-interval-bytes 4096 /var/lib/kafka/data
     """
     fmt = resolve_format(fmt)
+    check_backup_dir(backup_dir)
     targets, failed = discover_all(paths)
     plans: list[ReindexPlan] = []
     for t in targets:
@@ -84,7 +85,18 @@ def reindex_command(
                     row["applied"] = True
                     row["backup_dir"] = str(result.backup_dir)
     if fmt == "json":
-        write_rows([*rows, {"type": "summary", "files": pending, "applied": apply, "partitions": len(plans)}])
+        write_rows(
+            [
+                *rows,
+                {
+                    "type": "reindex-summary",
+                    "file": None,
+                    "files": pending,
+                    "applied": apply,
+                    "partitions": len(plans),
+                },
+            ]
+        )
     elif pending == 0:
         click.echo("indexes are as the broker would rebuild them: nothing to do")
     elif not apply:

@@ -22,7 +22,8 @@ def repair_options(fn: F) -> F:
         "--backup-dir",
         type=click.Path(file_okay=False, path_type=Path),
         help="Where to keep every byte removed or replaced (default: a new timestamped folder beside the "
-        "partition, or beside the log dir when the partition is in one). Must not exist yet.",
+        "partition, or beside the log dir when the partition is in one). Must not exist yet; with several "
+        "partitions each gets DIR/<partition>. Refused inside a broker log dir.",
     )(fn)
     return click.option("--apply", is_flag=True, help="Write the changes (the default is a dry run).")(fn)
 
@@ -47,3 +48,17 @@ def write_rows(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         sys.stdout.write(json.dumps(row, separators=(",", ":"), default=str) + "\n")
     sys.stdout.flush()
+
+
+def check_backup_dir(backup_dir: Path | None) -> None:
+    """Refuse a backup dir inside a broker log dir: the broker would take it for a partition."""
+    if backup_dir is None:
+        return
+    from kdump.model.log_dir import looks_like_log_dir
+
+    resolved = backup_dir.resolve()
+    for parent in resolved.parents:
+        if looks_like_log_dir(parent) and (parent / "meta.properties").exists():
+            raise click.UsageError(
+                f"--backup-dir {backup_dir} is inside the log dir {parent}; a broker would fail on it there"
+            )

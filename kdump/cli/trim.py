@@ -9,7 +9,7 @@ import click
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import format_option, resolve_format
-from kdump.cli.repair import discover_all, repair_options, write_rows
+from kdump.cli.repair import check_backup_dir, discover_all, repair_options, write_rows
 from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
 
 
@@ -24,6 +24,13 @@ from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
     is_flag=True,
     help="Also move the segments after the cut into the backup dir, as the broker deletes them.",
 )
+@click.option(
+    "--index-interval-bytes",
+    type=click.IntRange(min=0),
+    default=4096,
+    show_default=True,
+    help="The topic's index.interval.bytes, for rebuilding the trimmed segment's indexes.",
+)
 @format_option
 def trim_command(
     paths: tuple[str, ...],
@@ -31,6 +38,7 @@ def trim_command(
     backup_dir: Path | None,
     to_offset: int | None,
     drop_later_segments: bool,
+    index_interval_bytes: int,
     fmt: str | None,
 ) -> None:
     """Cut a torn or corrupt segment tail exactly where the broker's recovery would.
@@ -52,9 +60,12 @@ def trim_command(
       kdump trim-tail --to-offset 5000 --apply orders-0
     """
     fmt = resolve_format(fmt)
+    check_backup_dir(backup_dir)
     targets, failed = discover_all(paths)
     plans: list[TrimPlan] = []
     for t in targets:
+        if t.kind == "file" and not t.path.name.endswith(".log"):
+            raise click.UsageError(f"{t.given} is not a segment .log file or a partition directory")
         plans.extend(plan_trim_tail(t, to_offset=to_offset, drop_later_segments=drop_later_segments))
     rows = []
     pending = [p for p in plans if p.needed]
@@ -68,7 +79,9 @@ def trim_command(
         for plan, row in zip(plans, rows, strict=True):
             if not plan.needed:
                 continue
-            result = apply_trim_tail(plan, backup_dir if len(pending) == 1 else _sub(backup_dir, plan))
+            result = apply_trim_tail(
+                plan, backup_dir if len(pending) == 1 else _sub(backup_dir, plan), index_interval_bytes
+            )
             row["applied"] = True
             row["backup_dir"] = str(result.backup_dir)
             if fmt != "json":

@@ -36,7 +36,13 @@ from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
 @click.option(
     "--max-bytes", type=click.IntRange(min=0), help="Check only this many bytes of each log (live brokers)."
 )
-@click.option("--jobs", type=click.IntRange(min=0), default=0, help="Worker processes (0: all cores).")
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Worker processes (0: all cores).",
+)
 @click.option(
     "--engine",
     type=click.Choice(["local", "spark"]),
@@ -109,7 +115,11 @@ def verify_command(
     if junit:
         from kdump.render.report import junit_xml
 
-        Path(junit).write_text(junit_xml(reports, threshold), encoding="utf-8")
+        try:
+            Path(junit).write_text(junit_xml(reports, threshold), encoding="utf-8")
+        except OSError as exc:
+            diag(f"cannot write {junit}: {exc.strerror or exc}")
+            sys.exit(ExitCode.UNREADABLE)
     sys.exit(code)
 
 

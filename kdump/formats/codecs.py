@@ -19,8 +19,8 @@ fails raises `CodecUnavailableError`; undecodable input raises `CodecError`. Out
 
 from __future__ import annotations
 
-import importlib
 import struct
+import sys
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -51,7 +51,8 @@ def _load(name: str) -> Any:
         try:
             if name not in ("snappy", "lz4.block", "lz4.frame", "zstandard"):  # pragma: no cover
                 raise CodecUnavailableError(f"unknown codec module {name}")
-            module = importlib.import_module(name)
+            __import__(name)
+            module = sys.modules[name]
         except Exception as exc:  # any import failure means the codec cannot be used
             raise CodecUnavailableError(f"the {name} library cannot be loaded: {exc}") from exc
         _modules[name] = module

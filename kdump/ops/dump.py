@@ -212,12 +212,16 @@ def dump_log(
     """Dump one log (or KRaft snapshot) file: batches, records when asked, findings, summary."""
     name = label or str(path)
     f = options.filter
-    with open_buffer(path, options.max_bytes) as buf:
+    with open_buffer(path) as buf:
         yield FileStart(name, "log", len(buf), base_offset)
         start = 0
         if f.from_offset is not None:
             start = _start_position(buf, index, base_offset, f.from_offset)
-        events = scan_log(buf, file=name, base_offset=base_offset, deep=options.records, start=start)
+        # --max-bytes limits the scan to a prefix of the file (live brokers); the cut is no damage.
+        limit = None if options.max_bytes is None else max(options.max_bytes - start, 0)
+        events = scan_log(
+            buf, file=name, base_offset=base_offset, deep=options.records, start=start, max_bytes=limit
+        )
         if not f.active:
             yield from events
             return
@@ -261,7 +265,7 @@ def expand_batches(path: Path, events: list[DumpEvent], options: DumpOptions, la
     """
     out: list[DumpEvent] = []
     f = options.filter
-    with open_buffer(path, options.max_bytes) as buf:
+    with open_buffer(path) as buf:
         for ev in events:
             if not isinstance(ev, BatchHeader):
                 out.append(ev)

@@ -39,6 +39,11 @@ _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
+def _absolute(path: Path) -> str:
+    """An absolute path without resolving links (the manifest must name what was touched)."""
+    return os.path.abspath(path)  # noqa: PTH100  (resolve() would follow symlinks)
+
+
 def fault_point(name: str) -> None:
     """A controlled crash for crash-safety tests: `KDUMP_CRASH_AT=<name>` kills the process here."""
     if os.environ.get("KDUMP_CRASH_AT") == name:
@@ -237,7 +242,11 @@ class Journal:
             _copy_new(path, backup)
             fault_point("after-backup")
         step = self._step(
-            {"op": "replace", "path": str(path), "backup": None if backup is None else str(backup)}
+            {
+                "op": "replace",
+                "path": _absolute(path),
+                "backup": None if backup is None else _absolute(backup),
+            }
         )
         tmp = path.with_name(path.name + TMP_SUFFIX)
         with contextlib.suppress(FileNotFoundError):
@@ -271,10 +280,10 @@ class Journal:
         step = self._step(
             {
                 "op": "truncate",
-                "path": str(path),
+                "path": _absolute(path),
                 "size": size,
                 "original_size": original,
-                "backup": str(tail),
+                "backup": _absolute(tail),
             }
         )
         fd = os.open(path, os.O_WRONLY | _O_NOFOLLOW | _O_CLOEXEC)
@@ -290,7 +299,7 @@ class Journal:
         """Move a whole file into the backup directory (nothing is deleted)."""
         ensure_inside(path, self.root)
         dest = self.backup_dir / f"{len(self.steps):03d}-{path.name}"
-        step = self._step({"op": "move", "path": str(path), "backup": str(dest)})
+        step = self._step({"op": "move", "path": _absolute(path), "backup": _absolute(dest)})
         try:
             os.link(path, dest)  # same file system: a hard link, then the unlink below
         except OSError:

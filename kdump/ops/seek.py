@@ -57,9 +57,11 @@ SPECIAL_TARGETS: tuple[SpecialTarget, ...] = ("earliest", "latest", "max-timesta
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 
-# Time index slots sampled to check a segment's last entry is its largest (see `largest`).
+# Index slots sampled to check an index's order before it is used (see `_IndexFile.sample`).
 _SAMPLES = 8
 _V0_NOTE = "magic v0 data carries no timestamps: the broker finds no offset by time in it"
+# A tail scan keeps up to this many batch headers, to find the batch holding an offset in it.
+_KEEP_BATCHES = 64
 # Scan findings below this severity (offset gaps after compaction, ...) are normal and not "met".
 _SCAN_FINDING_FLOOR = Severity.WARNING
 
@@ -224,6 +226,20 @@ class _Tail(NamedTuple):
     last_batch: BatchHeader | None
     valid_end: int
     saw_v0: bool
+    # Every batch scanned, when there were few (a tail); () after a long scan, to bound memory.
+    batches: tuple[BatchHeader, ...]
+
+    def holding(self, offset: int) -> tuple[BatchHeader | None, int]:
+        """The first batch whose last offset is >= `offset`, when this scan is known to hold it,
+        and the largest maxTimestamp of the batches scanned before it (-1 for none)."""
+        if not self.batches or (_low_offset(self.batches[0]) or 0) > offset:
+            return None, -1
+        before = -1
+        for h in self.batches:
+            if h.last_offset >= offset:
+                return h, before
+            before = max(before, h.max_timestamp)
+        return None, -1
 
 
 class _SegmentMax(NamedTuple):
@@ -254,6 +270,18 @@ class _IndexFile(Generic[E]):
     def entry(self, slot: int) -> E:
         self._run.index_entries_read += 1
         return self._read(self.buf, slot, self._base)
+
+    def sample(self) -> list[tuple[int, E]]:
+        """About ten slots spread over the entries, the first and the last two included.
+
+        A sound index rises with the slot; a shuffled, reversed or overwritten one almost never
+        passes this sample, and the entries a lookup then uses are checked against the log anyway.
+        """
+        n: int = self.count
+        if n == 0:
+            return []
+        slots = {0, n - 1, max(0, n - 2), *(n * k // _SAMPLES for k in range(1, _SAMPLES))}
+        return [(i, self.entry(i)) for i in sorted(slots)]
 
     def search(self, key: Callable[[E], int], target: int) -> tuple[int, list[tuple[int, E]]]:
         """Largest slot whose key is <= target (-1 for none), and the slots probed on the way.
@@ -342,7 +370,21 @@ class _SegmentView:
         count = offset_index_entry_count(buf)
         self.run.index_entries_read += _probes_for_count(len(buf) // OFFSET_ENTRY_SIZE, count)
         self._note_tail(self.seg.index, count, len(buf) // OFFSET_ENTRY_SIZE, OFFSET_ENTRY_SIZE)
-        return _IndexFile(buf, count, offset_index_entry_at, self.base, self.run)
+        idx = _IndexFile(buf, count, offset_index_entry_at, self.base, self.run)
+        bad = _out_of_order(
+            idx.sample(), lambda e: (e.offset, e.position), strict_second=True, floor=self.base
+        )
+        if bad is not None:
+            self.run.fallback(
+                "index-not-monotonic",
+                str(self.seg.index),
+                f"entry {bad[0]} (offset {bad[1].offset}, position {bad[1].position}) is out of order with "
+                f"the other entries; the log is scanned instead",
+                position=bad[0] * OFFSET_ENTRY_SIZE,
+                offset=bad[1].offset,
+            )
+            return None
+        return idx
 
     @cached_property
     def time_index(self) -> _IndexFile[TimeIndexEntry] | None:
@@ -353,7 +395,21 @@ class _SegmentView:
         count = time_index_entry_count(buf)
         self.run.index_entries_read += _probes_for_count(len(buf) // TIME_ENTRY_SIZE, count)
         self._note_tail(self.seg.timeindex, count, len(buf) // TIME_ENTRY_SIZE, TIME_ENTRY_SIZE)
-        return _IndexFile(buf, count, time_index_entry_at, self.base, self.run)
+        idx = _IndexFile(buf, count, time_index_entry_at, self.base, self.run)
+        bad = _out_of_order(
+            idx.sample(), lambda e: (e.timestamp, e.offset), strict_second=False, floor=self.base
+        )
+        if bad is not None:
+            self.run.fallback(
+                "time-index-out-of-order",
+                str(self.seg.timeindex),
+                f"entry {bad[0]} (timestamp {bad[1].timestamp}, offset {bad[1].offset}) is out of order with "
+                f"the other entries; the log is scanned instead",
+                position=bad[0] * TIME_ENTRY_SIZE,
+                offset=bad[1].offset,
+            )
+            return None
+        return idx
 
     @property
     def index_label(self) -> str:
@@ -400,13 +456,17 @@ class _SegmentView:
         """Frame every batch from `position` to the end of the valid log."""
         best, best_batch, last, v0 = -1, None, None, False
         summaries: list[ScanSummary] = []
+        kept: list[BatchHeader] = []
         for h in self._scan(position, summaries):
             if h.max_timestamp > best:
                 best, best_batch = h.max_timestamp, h
             last = h
             v0 = v0 or h.magic == 0
+            if len(kept) <= _KEEP_BATCHES:
+                kept.append(h)
         valid_end = summaries[-1].valid_bytes if summaries else position
-        return _Tail(position, best, best_batch, last, valid_end, v0)
+        batches = tuple(kept) if len(kept) <= _KEEP_BATCHES else ()
+        return _Tail(position, best, best_batch, last, valid_end, v0, batches)
 
     @cached_property
     def mtime_ms(self) -> int:
@@ -450,8 +510,22 @@ class _SegmentView:
         self, slot: int, entry: OffsetIndexEntry, target_offset: int
     ) -> BatchHeader | None:
         """The batch at an offset index entry's position, or None (reported) when it cannot be trusted."""
+        header = None
+        if 0 <= entry.position < len(self.log):
+            header = self.header_at(entry.position)
+        return header if self._offset_entry_ok(slot, entry, header, target_offset) else None
+
+    def _offset_entry_ok(
+        self, slot: int, entry: OffsetIndexEntry, header: BatchHeader | None, target_offset: int
+    ) -> bool:
+        """Whether `header`, the batch read at the entry's position, makes the entry safe to use.
+
+        Safe means the position starts a valid batch whose first offset is at or below the offset
+        looked up: reading from there cannot skip the batch holding it (offsets rise with
+        positions). Otherwise the entry is reported.
+        """
         at = slot * OFFSET_ENTRY_SIZE
-        if entry.position >= len(self.log):
+        if not 0 <= entry.position < len(self.log):
             self.run.fallback(
                 "index-entry-beyond-log",
                 self.index_label,
@@ -461,13 +535,12 @@ class _SegmentView:
                 offset=entry.offset,
                 log_position=entry.position,
             )
-            return None
-        header = self.header_at(entry.position)
+            return False
         low = None if header is None else _low_offset(header)
-        if header is None or low is None or low > target_offset:
+        if header is None or header.position != entry.position or low is None or low > target_offset:
             what = (
                 "is not the start of a valid batch"
-                if header is None
+                if header is None or header.position != entry.position
                 else f"holds a batch starting at offset {low}, above {target_offset}"
             )
             self.run.fallback(
@@ -479,31 +552,38 @@ class _SegmentView:
                 offset=entry.offset,
                 log_position=entry.position,
             )
-            return None
-        return header
+            return False
+        return True
 
     def batch_holding(self, offset: int) -> BatchHeader | None:
         """The first batch whose last offset is >= `offset` (what a fetch from it reads first)."""
+        return self.holding_and_before(offset)[0]
+
+    def holding_and_before(self, offset: int) -> tuple[BatchHeader | None, int]:
+        """`batch_holding`, and the largest maxTimestamp of the batches read on the way to it."""
         position, header = self.locate(offset)
         if header is not None and header.last_offset >= offset:
-            return header
+            return header, -1
+        before = -1
         for h in self.batches_from(position):
             if h.last_offset >= offset:
-                return h
-        return None
+                return h, before
+            before = max(before, h.max_timestamp)
+        return None, -1
 
     # -- the largest timestamp --
 
     @cached_property
-    def last_indexed_position(self) -> int:
-        """The position of the last offset index entry, checked (0 when there is none or it is bad).
+    def tail(self) -> _Tail:
+        """The batches from the last offset index entry's to the end of the valid log.
 
-        Batches after the batch there are the ones no time index entry covers yet in an active
-        segment: the broker writes both indexes together.
+        No time index entry covers the batches after that one yet in an active segment (the broker
+        writes both indexes together), and the log end offset is the last one's next offset. The
+        entry is checked on the scan's own first batch; a bad one means scanning from the start.
         """
         idx = self.offset_index
         if idx is None or idx.count == 0:
-            return 0
+            return self.scan_tail(0)
         slot = idx.count - 1
         entry = idx.entry(slot)
         if entry.offset < self.base:
@@ -515,13 +595,17 @@ class _SegmentView:
                 position=slot * OFFSET_ENTRY_SIZE,
                 offset=entry.offset,
             )
-            return 0
-        header = self.check_offset_entry(slot, entry, entry.offset)
-        return 0 if header is None else entry.position
-
-    @cached_property
-    def tail(self) -> _Tail:
-        return self.scan_tail(self.last_indexed_position)
+            return self.scan_tail(0)
+        if 0 <= entry.position < len(self.log) and plausible_entry_at(
+            self.log, entry.position, len(self.log)
+        ):
+            tail = self.scan_tail(entry.position)
+            first = tail.batches[0] if tail.batches else None
+            if self._offset_entry_ok(slot, entry, first, entry.offset):
+                return tail
+        else:
+            self._offset_entry_ok(slot, entry, None, entry.offset)
+        return self.scan_tail(0)
 
     @cached_property
     def full(self) -> _Tail:
@@ -555,31 +639,17 @@ class _SegmentView:
         upper = self.next_base
         problem: tuple[str, str] | None = None
         held = None
-        # A sample of slots spread over the file, the last two included, must be in order: a
-        # shuffled or overwritten index almost never passes, and only ~10 slots are read.
-        sample = sorted(
-            {0, slot, max(0, slot - 1), *(tidx.count * k // _SAMPLES for k in range(1, _SAMPLES))}
-        )
-        bad = _out_of_order(
-            [(i, last if i == slot else tidx.entry(i)) for i in sample],
-            lambda e: (e.timestamp, e.offset),
-            strict_second=False,
-            floor=self.base,
-        )
         if not self.base <= last.offset or (upper is not None and last.offset >= upper):
             problem = (
                 "time-index-offset-not-found",
                 f"last entry's offset {last.offset} is outside this segment's offsets",
             )
-        elif bad is not None:
-            problem = (
-                "time-index-out-of-order",
-                f"entry {bad[0]} (timestamp {bad[1].timestamp}, offset {bad[1].offset}) is out of order "
-                f"with the other entries",
-            )
         else:
-            held = self.batch_holding(last.offset)
-            problem = _time_entry_problem(held, last)
+            # The broker's final entry usually names a batch of the tail, which is scanned anyway.
+            held, before = self.tail.holding(last.offset)
+            if held is None:
+                held, before = self.holding_and_before(last.offset)
+            problem = _time_entry_problem(held, last, before)
         if problem is not None:
             run.fallback(
                 problem[0],
@@ -647,8 +717,8 @@ class _SegmentView:
             )
             held = None
         else:
-            held = self.batch_holding(entry.offset)
-            problem = _time_entry_problem(held, entry)
+            held, before = self.holding_and_before(entry.offset)
+            problem = _time_entry_problem(held, entry, before)
         if problem is not None:
             self.run.fallback(
                 problem[0],
@@ -661,8 +731,15 @@ class _SegmentView:
         return entry.offset, held
 
 
-def _time_entry_problem(held: BatchHeader | None, entry: TimeIndexEntry) -> tuple[str, str] | None:
-    """Why a time index entry is not what the broker writes for this log, or None when it is."""
+def _time_entry_problem(
+    held: BatchHeader | None, entry: TimeIndexEntry, before: int
+) -> tuple[str, str] | None:
+    """Why a time index entry is not what the broker writes for this log, or None when it is.
+
+    The broker writes (maxTimestampSoFar, offsetOfMaxTimestampSoFar): the batch holding the offset
+    is the first to carry that timestamp, so it carries it, and every batch before it (`before`
+    is the largest maxTimestamp of those read on the way) carries less.
+    """
     if held is None:
         return "time-index-offset-not-found", f"entry's offset {entry.offset} is not in the valid log"
     low = _low_offset(held)
@@ -673,6 +750,12 @@ def _time_entry_problem(held: BatchHeader | None, entry: TimeIndexEntry) -> tupl
             "time-index-mismatch",
             f"entry (timestamp {entry.timestamp}, offset {entry.offset}) but the batch holding that offset "
             f"carries maxTimestamp {held.max_timestamp}",
+        )
+    if before >= entry.timestamp:
+        return (
+            "time-index-mismatch",
+            f"entry (timestamp {entry.timestamp}, offset {entry.offset}) but an earlier batch already "
+            f"carries maxTimestamp {before}",
         )
     return None
 

@@ -18,7 +18,7 @@ from kdump.formats.offset_index import decode_offset_index
 from kdump.formats.time_index import decode_time_index
 from kdump.formats.txn_index import TxnIndexContents, decode_txn_index
 from kdump.model.segment import Segment
-from kdump.scan.events import ScanMode, ScanSummary
+from kdump.scan.events import ScanMode, ScanSummary, StopReason
 from kdump.scan.index_checks import BatchSpan, BatchTable, check_offset_index, check_time_index
 from kdump.scan.log_scanner import decode_batch_records, scan_log
 from kdump.scan.source import open_buffer, read_small_file
@@ -61,9 +61,15 @@ def check_segment(
     summary: ScanSummary | None = None
     last_epoch = -1
     try:
-        with open_buffer(segment.log, max_bytes) as buf:
+        # The whole file is mapped and the scan limited: a cut prefix must not look like a torn tail.
+        with open_buffer(segment.log) as buf:
             for ev in scan_log(
-                buf, file=log_label, base_offset=segment.base_offset, deep=deep, mode=ScanMode.FORENSIC
+                buf,
+                file=log_label,
+                base_offset=segment.base_offset,
+                deep=deep,
+                mode=ScanMode.FORENSIC,
+                max_bytes=max_bytes,
             ):
                 if isinstance(ev, BatchHeader):
                     if not ev.crc_ok:
@@ -92,7 +98,9 @@ def check_segment(
     assert summary is not None
     spans = [s for s, size in pending if s.position + size <= summary.valid_bytes]
     table = BatchTable(spans)
-    findings.extend(_check_indexes(segment, table, summary))
+    if summary.stop_reason != StopReason.LIMIT:
+        # Index entries past a --max-bytes prefix cannot be judged; only whole logs are checked.
+        findings.extend(_check_indexes(segment, table, summary))
     txn_index = None
     if segment.txnindex is not None:
         try:

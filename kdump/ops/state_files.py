@@ -115,6 +115,6 @@ def _decode_small(data: bytes, kind: str | None, name: str) -> Iterator[StateEve
             doc = json.loads(data)
         except ValueError as exc:
             raise DecodeError(f"not valid JSON: {exc}") from exc
-        yield Entry(name, "state", doc if isinstance(doc, dict) else {"value": doc})
+        yield Entry(name, "state", {"document": doc})
     else:
         raise DecodeError(f"{name}: not a file kdump knows how to decode")

@@ -65,6 +65,7 @@ class TrimPlan:
         """The plan as a JSON object."""
         return {
             "type": "trim-plan",
+            "file": None if self.segment is None else str(self.segment.log),
             "partition": self.label,
             "segment": None if self.segment is None else str(self.segment.log),
             "size": self.size,

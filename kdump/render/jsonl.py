@@ -67,7 +67,7 @@ def write_jsonl(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") 
     append = buf.append
     enc = _encode_string
     fast = encoding == "utf8"
-    prefix = suffix_tt = ""
+    prefix = position = ts_type = ""
     plain_batch = False
     for ev in events:
         if type(ev) is Record:
@@ -91,7 +91,7 @@ def write_jsonl(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") 
                     else "[]"
                 )
                 append(
-                    f'{prefix}"offset":{ev.offset},{suffix_tt}"timestamp":{ev.timestamp},"key":{k},"value":{v},'
+                    f'{prefix}"offset":{ev.offset},{position}"timestamp":{ev.timestamp},{ts_type}"key":{k},"value":{v},'
                     f'"headers":{h},"sequence":{ev.sequence},"key_size":{-1 if key is None else len(key)},'
                     f'"value_size":{-1 if value is None else len(value)}}}'
                 )
@@ -103,7 +103,8 @@ def write_jsonl(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") 
             plain_batch = not ev.is_control and ev.magic == 2
             prefix = f'{{"type":"record","file":{file_json},'
             tt = "LogAppendTime" if ev.timestamp_type == 1 else "CreateTime"
-            suffix_tt = f'"position":{ev.position},"timestamp_type":"{tt}",'
+            position = f'"position":{ev.position},'
+            ts_type = f'"timestamp_type":"{tt}",'
             if len(buf) > 512:
                 buf.append("")
                 out.write("\n".join(buf))

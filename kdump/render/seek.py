@@ -84,15 +84,21 @@ def seek_table(console: Console, results: Sequence[SeekResult]) -> None:
 
     from kdump.render.rich_tty import finding_text
 
-    t = Table(title="kdump seek-by-time", title_justify="left")
-    for col in ("partition", "target", "offset", "timestamp", "segment", "position", "via", "findings"):
-        t.add_column(col, justify="right" if col in ("offset", "position", "findings") else "left")
+    # One invocation asks one TIME: it goes in the title, leaving the width to the partitions.
+    title = "kdump seek-by-time" + (f": {target_text(results[0])}" if results else "")
+    t = Table(title=title, title_justify="left")
+    for col in ("partition", "offset", "timestamp", "segment", "position", "via", "findings"):
+        t.add_column(
+            col,
+            justify="right" if col in ("offset", "position", "findings") else "left",
+            overflow="fold",
+            no_wrap=col != "partition",
+        )
     for r in results:
         ts = "" if r.timestamp is None else f"{r.timestamp}\n{iso_ms(r.timestamp)}"
         segment = "" if r.segment is None else r.segment.rsplit("/", 1)[-1]
         t.add_row(
             r.partition,
-            target_text(r),
             "none" if r.offset is None else str(r.offset),
             ts,
             segment,

@@ -94,12 +94,21 @@ from kdump.spark.schema import (
     headers_arrow_type,
 )
 
-__all__ = ["KdumpDataSource", "ReadOptions", "SegmentSlice", "plan_slices", "register"]
+__all__ = [
+    "KdumpDataSource",
+    "ReadOptions",
+    "SegmentSlice",
+    "SliceTask",
+    "plan_findings",
+    "plan_slices",
+    "register",
+]
 
 log = logging.getLogger("kdump.spark")
 _T = TypeVar("_T")
 
 DEFAULT_SPLIT_BYTES = 64 << 20
+DEFAULT_PACK_BYTES = 4 << 20
 DEFAULT_BATCH_ROWS = 10_000
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 # Timestamps in ms whose microsecond value still fits an int64 (Spark's TimestampType).
@@ -250,6 +259,7 @@ class ReadOptions:
     paths: tuple[str, ...]
     level: str = "records"
     split_bytes: int = DEFAULT_SPLIT_BYTES
+    pack_bytes: int = DEFAULT_PACK_BYTES
     batch_rows: int = DEFAULT_BATCH_ROWS
     leftovers: bool = False
     deep: bool = False
@@ -286,6 +296,7 @@ class ReadOptions:
             paths=tuple(paths),
             level=level,
             split_bytes=_int_option(opts, "splitbytes", DEFAULT_SPLIT_BYTES, minimum=1),
+            pack_bytes=_int_option(opts, "packbytes", DEFAULT_PACK_BYTES, minimum=0),
             batch_rows=_int_option(opts, "batchrows", DEFAULT_BATCH_ROWS, minimum=1),
             leftovers=_bool_option(opts, "leftovers"),
             deep=_bool_option(opts, "deep"),
@@ -341,8 +352,8 @@ def _ts_option(opts: Mapping[str, str], name: str) -> int | None:
 
 
 @dataclass(frozen=True, slots=True)
-class SegmentSlice(InputPartition):
-    """One task at levels records and batches: a byte range of one `.log` file.
+class SegmentSlice:
+    """What levels records and batches read: a byte range of one `.log` file (`size` bytes long).
 
     `start` is a batch boundary; `end` is the next slice's start, or None for the end of the file.
     `first_offset` / `next_offset` bound the offsets the slice should hold (None: unknown): the
@@ -357,17 +368,59 @@ class SegmentSlice(InputPartition):
     end: int | None = None
     first_offset: int | None = None
     next_offset: int | None = None
+    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)
-class FindingsUnit(InputPartition):
-    """One task at level findings: what `kdump verify` reports as one partition (or one file)."""
+class FindingsUnit:
+    """What level findings checks: what `kdump verify` reports as one partition (or one file)."""
 
     label: str
     kind: str  # "partition" | "file" | "unreadable"
     path: str
     part: PartitionDir | None = None
     error: str = ""
+    size: int = 0  # bytes of log data
+
+
+@dataclass(frozen=True, slots=True)
+class SliceTask(InputPartition):
+    """One Spark task of a records or batches read: one slice, or several small ones."""
+
+    slices: tuple[SegmentSlice, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FindingsTask(InputPartition):
+    """One Spark task of a findings read: one verify unit, or several small ones."""
+
+    units: tuple[FindingsUnit, ...]
+
+
+def pack(items: Sequence[_T], sizes: Sequence[int], pack_bytes: int) -> list[tuple[_T, ...]]:
+    """Group consecutive items smaller than `pack_bytes` into groups of about `pack_bytes`.
+
+    An item of `pack_bytes` or more stays alone, so real segments (up to 1 GiB) keep a task each,
+    while runs of tiny ones (compacted topics, test data) stop paying Spark's cost per task.
+    """
+    groups: list[tuple[_T, ...]] = []
+    current: list[_T] = []
+    total = 0
+    for item, size in zip(items, sizes, strict=True):
+        if size >= pack_bytes or pack_bytes <= 0:
+            if current:
+                groups.append(tuple(current))
+                current, total = [], 0
+            groups.append((item,))
+            continue
+        current.append(item)
+        total += size
+        if total >= pack_bytes:
+            groups.append(tuple(current))
+            current, total = [], 0
+    if current:
+        groups.append(tuple(current))
+    return groups
 
 
 def _resolve(paths: Sequence[str]) -> list[Target | tuple[str, str]]:
@@ -424,10 +477,7 @@ def _slices_of(
     seg: Segment, topic: str | None, partition: int | None, split_bytes: int, nxt: int | None, bounds: Bounds
 ) -> list[SegmentSlice]:
     assert seg.log is not None
-    try:
-        size = seg.log.stat().st_size
-    except OSError:
-        size = 0
+    size = _file_size(seg.log)
     starts = split_starts(seg, size, split_bytes) if size > split_bytes else []
     positions = [0, *(p for p, _ in starts)]
     firsts: list[int | None] = [seg.base_offset if not seg.suffix else None, *(o for _, o in starts)]
@@ -436,8 +486,11 @@ def _slices_of(
         end = positions[k + 1] if k + 1 < len(positions) else None
         next_offset = firsts[k + 1] if k + 1 < len(firsts) else nxt
         if bounds.keeps_offsets(first, next_offset):
+            nbytes = (size if end is None else end) - pos
             out.append(
-                SegmentSlice(str(seg.log), seg.base_offset, topic, partition, pos, end, first, next_offset)
+                SegmentSlice(
+                    str(seg.log), seg.base_offset, topic, partition, pos, end, first, next_offset, nbytes
+                )
             )
     return out
 
@@ -514,6 +567,17 @@ def _starts_from_scan(buf: memoryview, targets: list[int]) -> list[int]:
     return starts
 
 
+def _file_size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path is not None else 0
+    except OSError:
+        return 0
+
+
+def _log_bytes(segments: Iterable[Segment]) -> int:
+    return sum(_file_size(s.log) for s in segments)
+
+
 def plan_findings(options: ReadOptions) -> list[FindingsUnit]:
     """The tasks of a findings read: verify's units (a partition directory, or a file given alone)."""
     units: list[FindingsUnit] = []
@@ -522,14 +586,17 @@ def plan_findings(options: ReadOptions) -> list[FindingsUnit]:
             units.append(FindingsUnit(target[0], "unreadable", target[0], error=target[1]))
             continue
         if target.kind == "file":
-            units.append(FindingsUnit(target.given, "file", str(target.path)))
+            size = _log_bytes(_segments_of_file(target.path))
+            units.append(FindingsUnit(target.given, "file", str(target.path), size=size))
             continue
         try:
             parts = target.partitions()
         except KdumpError as exc:
             units.append(FindingsUnit(target.given, "unreadable", target.given, error=str(exc)))
             continue
-        units.extend(FindingsUnit(str(p.path), "partition", str(p.path), p) for p in parts)
+        units.extend(
+            FindingsUnit(str(p.path), "partition", str(p.path), p, size=_log_bytes(p.segments)) for p in parts
+        )
     return units
 
 
@@ -748,29 +815,35 @@ class KdumpReader(DataSourceReader):
         self.bounds = options.bounds
 
     def partitions(self) -> list[InputPartition]:
-        """One task per segment slice, or per verify unit at level findings."""
-        if self.options.level == "findings":
-            return list(plan_findings(self.options))
-        return list(plan_slices(replace(self.options, bounds=self.bounds)))
+        """One task per segment slice, or per verify unit at level findings; small ones packed."""
+        opts = self.options
+        if opts.level == "findings":
+            units = plan_findings(opts)
+            return [FindingsTask(g) for g in pack(units, [u.size for u in units], opts.pack_bytes)]
+        slices = plan_slices(replace(opts, bounds=self.bounds))
+        return [SliceTask(g) for g in pack(slices, [s.size for s in slices], opts.pack_bytes)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Arrow batches of one task; damage and unreadable files never raise."""
         opts = self.options
-        if isinstance(partition, FindingsUnit):
-            yield from read_findings(partition, opts.deep)
+        if isinstance(partition, FindingsTask):
+            for unit in partition.units:
+                yield from read_findings(unit, opts.deep)
             return
-        assert isinstance(partition, SegmentSlice)
+        assert isinstance(partition, SliceTask)
         # Records and their bytes form no reference cycles, yet allocating millions of them sets off
         # the cyclic collector over and over (a third of the read time): pause it for the task.
         collecting = gc.isenabled()
         gc.disable()
         try:
-            if opts.level == "batches":
-                yield from read_batches(partition, opts.batch_rows)
-            else:
-                yield from read_records(partition, self.bounds, opts.batch_rows)
-        except PathError as exc:
-            log.warning("kdump: cannot read %s: %s", partition.log, exc)
+            for part in partition.slices:
+                try:
+                    if opts.level == "batches":
+                        yield from read_batches(part, opts.batch_rows)
+                    else:
+                        yield from read_records(part, self.bounds, opts.batch_rows)
+                except PathError as exc:
+                    log.warning("kdump: cannot read %s: %s", part.log, exc)
         finally:
             if collecting:
                 gc.enable()

@@ -1,11 +1,12 @@
 """Fleet verify: `kdump verify --engine spark`, the checks of local verify spread over a Spark cluster.
 
 The work is cut exactly as local verify cuts it (`kdump.ops.verify.verify_targets`): every segment
-is checked on its own by `check_segment`, one Spark task per segment, biggest first; the results are
-then grouped per partition directory (a shuffle keyed by the unit's index) and the partition-level
-checks run on the executors through the same `partition_report` / `file_report`. The driver only
-lists the directories and collects the reports, so the findings, their order and the summary are
-those of local verify on the same data.
+is checked on its own by `check_segment`, one Spark task per segment (segments under 4 MiB share a
+task, as the data source packs them), biggest first. The results are then grouped per partition
+directory (a shuffle keyed by the unit's index) and the partition-level checks run on the executors
+through the same `partition_report` / `file_report`. The driver only lists the directories and
+collects the reports, so the findings, their order and the summary are those of local verify on the
+same data.
 
 Paths are opened by the executors as given: on a cluster they must be absolute and readable there
 (a shared or mounted filesystem), and the executors need kdump installed (`PYSPARK_PYTHON`).
@@ -29,7 +30,7 @@ from kdump.ops.verify import PartitionReport, VerifyOptions, _segments_of_file, 
 
 __all__ = ["FleetUnit", "fleet_units", "run_fleet_verify", "write_output"]
 
-# More tasks than this and each task checks several segments (Spark's per-task overhead adds up).
+# More tasks than this and Spark puts several in one partition (its per-task overhead adds up).
 MAX_SEGMENT_TASKS = 20_000
 
 # (label, kind, path, partition directory or None, segments): one verify report each.
@@ -49,12 +50,14 @@ def fleet_units(targets: Iterable[Target]) -> list[FleetUnit]:
     return units
 
 
-def _check_task(
-    task: tuple[int, int, Segment], deep: bool, max_bytes: int | None
-) -> tuple[int, tuple[int, Any]]:
-    """Executor side: check one segment; keyed by its unit, tagged with its place in the unit."""
-    unit, index, segment = task
-    return unit, (index, check_segment(segment, deep=deep, max_bytes=max_bytes))
+def _check_tasks(
+    tasks: Iterable[tuple[int, int, Segment]], deep: bool, max_bytes: int | None
+) -> list[tuple[int, tuple[int, Any]]]:
+    """Executor side: check segments; each result keyed by its unit, tagged with its place in the unit."""
+    return [
+        (unit, (index, check_segment(segment, deep=deep, max_bytes=max_bytes)))
+        for unit, index, segment in tasks
+    ]
 
 
 def _unit_meta(item: tuple[int, _Meta]) -> tuple[int, tuple[int, Any]]:
@@ -85,15 +88,20 @@ def verify_units(sc: Any, units: Sequence[FleetUnit], options: VerifyOptions) ->
     """Run verify over `units` on a SparkContext; the reports come back in unit order."""
     if not units:
         return []
-    tasks = [(u, i, seg) for u, unit in enumerate(units) for i, seg in enumerate(unit[4])]
-    # Biggest segments first, so a long task does not start last.
-    tasks.sort(key=lambda t: -_segment_size(t[2]))
+    from kdump.spark.datasource import DEFAULT_PACK_BYTES, pack
+
+    sized = [
+        (_segment_size(seg), (u, i, seg)) for u, unit in enumerate(units) for i, seg in enumerate(unit[4])
+    ]
+    # Biggest segments first, so a long task does not start last; small ones share a task.
+    sized.sort(key=lambda t: -t[0])
+    tasks = pack([t for _, t in sized], [n for n, _ in sized], DEFAULT_PACK_BYTES)
     metas = [(u, (label, kind, path, part)) for u, (label, kind, path, part, _segs) in enumerate(units)]
     parallelism = max(1, int(sc.defaultParallelism))
     meta_rdd = sc.parallelize(metas, min(len(metas), parallelism)).map(_unit_meta)
     if tasks:
-        check = partial(_check_task, deep=options.deep, max_bytes=options.max_bytes)
-        checked = sc.parallelize(tasks, min(len(tasks), MAX_SEGMENT_TASKS)).map(check)
+        check = partial(_check_tasks, deep=options.deep, max_bytes=options.max_bytes)
+        checked = sc.parallelize(tasks, min(len(tasks), MAX_SEGMENT_TASKS)).flatMap(check)
         tagged = checked.union(meta_rdd)
     else:
         tagged = meta_rdd

@@ -1,0 +1,171 @@
+"""`kdump seek-by-time`: the offset a broker would answer for a time, read from the files."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from kdump.cli.exit_codes import ExitCode
+from kdump.cli.output import diag, format_option, resolve_format
+from kdump.cli.timespec import parse_time_ms
+from kdump.errors import KdumpError
+from kdump.model.log_dir import Target, discover
+from kdump.model.partition import PartitionDir
+from kdump.ops.seek import (
+    SPECIAL_TARGETS,
+    LogDirCheckpoints,
+    SeekResult,
+    SeekTarget,
+    load_log_dir_checkpoints,
+)
+
+# ListOffsets' sentinel timestamps (ListOffsetsRequest.LATEST_TIMESTAMP and friends).
+_SENTINELS: dict[int, SeekTarget] = {-1: "latest", -2: "earliest", -3: "max-timestamp"}
+# `-30m`, `-2h`, `-1`: times, not options.
+_TIME_LIKE = re.compile(r"-\d+(?:\.\d+)?(?:ms|s|m|h|d|w)?")
+
+
+class _SeekCommand(click.Command):
+    """A command whose TIME may start with `-`.
+
+    Click would read `-30m` as an unknown option and `-2h` as `-2` plus `-h` (help); a leading
+    space keeps such a token positional, and `parse_time_ms` strips it. Tokens after `--` are left
+    alone (they are positional already).
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        out: list[str] = []
+        for i, a in enumerate(args):
+            if a == "--":
+                out.extend(args[i:])
+                break
+            out.append(f" {a}" if _TIME_LIKE.fullmatch(a) else a)
+        return super().parse_args(ctx, out)
+
+
+def parse_target(text: str) -> SeekTarget:
+    """TIME as given: a special target's name, a ListOffsets sentinel, or a time in epoch ms.
+
+    Raises:
+        click.BadParameter: it is none of those, or a time before 1970.
+    """
+    s = text.strip()
+    if s in SPECIAL_TARGETS:
+        return s
+    if re.fullmatch(r"-\d+", s):
+        sentinel = _SENTINELS.get(int(s))
+        if sentinel is None:
+            raise click.BadParameter(
+                f"{s} is not a time: -1, -2 and -3 are ListOffsets' latest, earliest and max-timestamp; "
+                f"for a relative time give a unit (-30m, -2h, -1d)",
+                param_hint="TIME",
+            )
+        return sentinel
+    try:
+        ms = parse_time_ms(s)
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc}; or earliest, latest, max-timestamp", param_hint="TIME") from exc
+    if ms < 0:
+        raise click.BadParameter(f"{text.strip()!r} is before 1970 (epoch {ms} ms)", param_hint="TIME")
+    return ms
+
+
+@click.command("seek-by-time", cls=_SeekCommand)
+@click.argument("time_text", metavar="TIME")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--log-dir",
+    type=click.Path(file_okay=False),
+    help="Read log-start-offset-checkpoint and replication-offset-checkpoint from this directory "
+    "(default: the log dir holding each partition).",
+)
+@format_option
+def seek_command(time_text: str, paths: tuple[str, ...], log_dir: str | None, fmt: str | None) -> None:
+    """Find the first offset at or after TIME in each partition, as a broker's ListOffsets would.
+
+    TIME is epoch milliseconds, ISO-8601 with a zone (2026-11-21T14:05:00Z), a relative time (-30m,
+    -2h, -1d), now, or one of earliest (log start offset), latest (log end offset and high
+    watermark), max-timestamp. PATH is a partition directory, several of them, or a whole log dir
+    (one answer per partition). Indexes are checked against the log before they are trusted; a
+    damaged or missing index falls back to scanning and is reported. Nothing is ever written.
+
+    \b
+    Exit codes: 0 every partition answered (none is an answer), 2 usage error, 3 a path could not be read.
+
+    \b
+    Examples:
+      kdump seek-by-time 2026-11-21T14:05:00Z /var/lib/kafka/data/orders-0
+      kdump seek-by-time -2h /var/lib/kafka/data/orders-*
+      kdump seek-by-time --format json latest /var/lib/kafka/data | jq .offset
+    """
+    target = parse_target(time_text)
+    fmt = resolve_format(fmt)
+    targets: list[Target] = []
+    unreadable = False
+    for p in paths:
+        try:
+            found = discover(p)
+        except KdumpError as exc:
+            diag(str(exc))
+            unreadable = True
+            continue
+        if found.kind == "file":
+            raise click.BadParameter(f"{p} is a file: give its partition directory", param_hint="PATH")
+        targets.append(found)
+    override = None if log_dir is None else Path(log_dir)
+    cache: dict[Path | None, LogDirCheckpoints] = {}
+    results: list[SeekResult] = []
+    console = None
+    if fmt == "rich":
+        from kdump.render.rich_tty import make_console
+
+        console = make_console(sys.stdout)
+    for t in targets:
+        ckpt_dir = override if override is not None else t.log_dir_path
+        if ckpt_dir not in cache:
+            cache[ckpt_dir] = load_log_dir_checkpoints(ckpt_dir)
+        try:
+            parts = t.partitions()
+        except KdumpError as exc:
+            diag(str(exc))
+            unreadable = True
+            continue
+        for part in parts:
+            label = t.given if t.kind == "partition" else str(Path(t.given) / part.name)
+            try:
+                r = _seek(part, target, ckpt_dir, label, cache[ckpt_dir])
+            except KdumpError as exc:
+                diag(f"{label}: {exc}")
+                unreadable = True
+                continue
+            unreadable = unreadable or any(f.code == "unreadable-file" for f in r.findings)
+            results.append(r)
+            if console is None:
+                _print(r, fmt)
+    if console is not None:
+        from kdump.render.seek import seek_table
+
+        seek_table(console, results)
+    sys.exit(ExitCode.UNREADABLE if unreadable else ExitCode.OK)
+
+
+def _seek(
+    part: PartitionDir, target: SeekTarget, log_dir: Path | None, label: str, ckpt: LogDirCheckpoints
+) -> SeekResult:
+    from kdump.ops.seek import seek_partition
+
+    return seek_partition(part, target, log_dir_path=log_dir, label=label, log_dir_checkpoints=ckpt)
+
+
+def _print(r: SeekResult, fmt: str) -> None:
+    from kdump.render import seek as render
+
+    if fmt == "json":
+        sys.stdout.write(json.dumps(render.seek_row(r), separators=(",", ":")) + "\n")
+    else:
+        sys.stdout.write("\n".join(render.seek_lines(r)) + "\n")
+    sys.stdout.flush()
