@@ -218,6 +218,15 @@ _KINDS = [
         "The time index and offset-for-timestamp lookups use the header's value.",
         None,
     ),
+    FindingKind(
+        "unknown-internal-record",
+        Severity.WARNING,
+        "log (deep)",
+        "A record of an internal topic (__consumer_offsets, __transaction_state, __cluster_metadata) whose "
+        "type or version kdump does not know; it is shown raw (base64).",
+        "Newer brokers write it; older brokers and tools skip or fail on it.",
+        None,
+    ),
     # --- indexes -------------------------------------------------------------------------------
     FindingKind(
         "index-missing",

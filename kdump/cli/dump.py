@@ -48,6 +48,19 @@ from kdump.render.rows import ENCODINGS
     show_default=True,
     help="Worker processes decoding records (0: all cores).",
 )
+@click.option(
+    "--decode",
+    type=click.Choice(["auto", "offsets", "transactions", "metadata", "none"]),
+    default="auto",
+    show_default=True,
+    help="Decoder for internal topics' records; auto chooses by partition directory name.",
+)
+@click.option(
+    "--transactions",
+    "transactions_view",
+    is_flag=True,
+    help="Show transactions per producer instead: first and last offset, outcome, and hanging ones.",
+)
 @format_option
 def dump_command(
     paths: tuple[str, ...],
@@ -63,6 +76,8 @@ def dump_command(
     transactional_only: bool,
     max_bytes: int | None,
     jobs: int,
+    decode: str,
+    transactions_view: bool,
     fmt: str | None,
 ) -> None:
     """Dump segments, indexes, snapshots and checkpoints, damaged or not.
@@ -99,8 +114,12 @@ def dump_command(
             transactional_only=transactional_only,
         ),
         max_bytes=max_bytes,
+        decode=decode,
     )
     fmt = resolve_format(fmt)
+    if transactions_view:
+        _show_transactions(targets, fmt)
+        sys.exit(ExitCode.UNREADABLE if failed else ExitCode.OK)
     events = dump_targets(targets, options)
     workers = jobs or os.cpu_count() or 1
     try:
@@ -141,11 +160,46 @@ def _dump_parallel(
     for item in dump_items(targets, options):
         size = item.path.stat().st_size if item.is_log else 0
         if item.is_log and size >= PARALLEL_MIN_BYTES:
-            logs: Iterator[tuple[Path, str, Iterator[DumpEvent]]] = iter(
-                [(item.path, item.label, batch_events_for_expansion(item, options))]
+            logs: Iterator[tuple[Path, str, Iterator[DumpEvent], str | None]] = iter(
+                [(item.path, item.label, batch_events_for_expansion(item, options), item.decoder)]
             )
             write_parallel(logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=workers)
         elif fmt == "json":
             write_jsonl(dump_item(item, options), sys.stdout, encoding=encoding)
         else:
             write_text(dump_item(item, options), sys.stdout, encoding=encoding)
+
+
+def _show_transactions(targets: list[Target], fmt: str) -> None:
+    """The --transactions view: one line (or JSON object) per transaction, then counts."""
+    import json
+
+    from kdump.ops.transactions import transactions_of
+
+    parts = [p for t in targets for p in t.partitions()]
+    for report in transactions_of(parts):
+        if fmt == "json":
+            for txn in report.transactions:
+                sys.stdout.write(json.dumps(txn.to_row(report.partition), separators=(",", ":")) + "\n")
+            sys.stdout.write(json.dumps(report.summary_row(), separators=(",", ":")) + "\n")
+            continue
+        click.echo(f"Transactions in {report.partition}")
+        for t in report.transactions:
+            span = (
+                "begun before the oldest segment"
+                if t.first_offset is None
+                else f"{t.first_offset}..{t.last_offset}"
+            )
+            if t.state == "open":
+                click.echo(
+                    f"  HANGING producerId: {t.producer_id} producerEpoch: {t.producer_epoch} offsets: {span} "
+                    f"batches: {t.batches} records: {t.records}: pins the last stable offset at {t.first_offset}"
+                )
+            else:
+                click.echo(
+                    f"  {t.state} producerId: {t.producer_id} producerEpoch: {t.producer_epoch} offsets: {span} "
+                    f"marker: {t.marker_offset} coordinatorEpoch: {t.coordinator_epoch} "
+                    f"batches: {t.batches} records: {t.records}"
+                )
+        s = report.summary_row()
+        click.echo(f"  {s['committed']} committed, {s['aborted']} aborted, {s['open']} hanging")

@@ -17,12 +17,13 @@ from kdump.formats.records import Record
 from kdump.model.log_dir import Target
 from kdump.model.segment import Segment
 from kdump.ops.files import Entry, FileStart, file_kind, segment_base_offset
+from kdump.ops.internal import InternalRecord, attach_decoded, choose_decoder
 from kdump.ops.state_files import dump_state_file
 from kdump.scan.events import Event, ScanSummary
 from kdump.scan.log_scanner import decode_batch_records, plausible_entry_at, scan_log
 from kdump.scan.source import open_buffer
 
-DumpEvent = Event | FileStart | Entry
+DumpEvent = Event | FileStart | Entry | InternalRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,7 @@ class DumpOptions:
     records: bool = False
     filter: DumpFilter = DumpFilter()
     max_bytes: int | None = None
+    decode: str = "auto"  # auto | offsets | transactions | metadata | none
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +102,7 @@ class DumpItem:
     is_log: bool
     base_offset: int | None = None
     index: Path | None = None
+    decoder: str | None = None
 
 
 def dump_items(targets: Iterable[Target], options: DumpOptions) -> Iterator[DumpItem]:
@@ -114,7 +117,7 @@ def dump_items(targets: Iterable[Target], options: DumpOptions) -> Iterator[Dump
                 if kind == "log" and path.name.endswith(".log"):
                     candidate = path.with_suffix(".index")
                     index = candidate if candidate.is_file() else None
-                yield DumpItem(path, target.given, True, base, index)
+                yield DumpItem(path, target.given, True, base, index, choose_decoder(path, options.decode))
             else:
                 yield DumpItem(path, target.given, False)
             continue
@@ -125,7 +128,8 @@ def dump_items(targets: Iterable[Target], options: DumpOptions) -> Iterator[Dump
                 if _segment_outside(seg, nxt, options.filter):
                     continue
                 assert seg.log is not None
-                yield DumpItem(seg.log, str(seg.log), True, seg.base_offset, seg.index)
+                decoder = choose_decoder(seg.log, options.decode)
+                yield DumpItem(seg.log, str(seg.log), True, seg.base_offset, seg.index, decoder)
 
 
 def dump_targets(targets: Iterable[Target], options: DumpOptions) -> Iterator[DumpEvent]:
@@ -137,9 +141,10 @@ def dump_targets(targets: Iterable[Target], options: DumpOptions) -> Iterator[Du
 def dump_item(item: DumpItem, options: DumpOptions) -> Iterator[DumpEvent]:
     """Dump one file."""
     if item.is_log:
-        yield from dump_log(
+        events = dump_log(
             item.path, options, base_offset=item.base_offset, index=item.index, label=item.label
         )
+        yield from attach_decoded(events, item.decoder if options.records else None, item.label)
     else:
         yield from dump_state_file(item.path, file_kind(item.path), item.label)
 
@@ -157,7 +162,7 @@ def dump_file(path: Path, options: DumpOptions, label: str | None = None) -> Ite
 
     for item in dump_items([discover(str(path))], options):
         if label is not None:
-            item = DumpItem(item.path, label, item.is_log, item.base_offset, item.index)
+            item = DumpItem(item.path, label, item.is_log, item.base_offset, item.index, item.decoder)
         yield from dump_item(item, options)
 
 
@@ -256,7 +261,9 @@ def unreadable(path: str, message: str) -> Finding:
     return make_finding("unreadable-file", path, message)
 
 
-def expand_batches(path: Path, events: list[DumpEvent], options: DumpOptions, label: str) -> list[DumpEvent]:
+def expand_batches(
+    path: Path, events: list[DumpEvent], options: DumpOptions, label: str, decoder: str | None = None
+) -> list[DumpEvent]:
     """Decode the records of the batches in a slice of a shallow dump stream (a worker's job).
 
     The result is what `dump_log` yields with records for the same batches: each batch followed
@@ -281,4 +288,4 @@ def expand_batches(path: Path, events: list[DumpEvent], options: DumpOptions, la
             out.append(ev)
             out.extend(findings)
             out.extend(records)
-    return out
+    return list(attach_decoded(out, decoder, label)) if decoder is not None else out

@@ -349,8 +349,16 @@ class _SegmentView:
             return None
         return buf
 
-    def _note_tail(self, path: Path, count: int, slots: int, entry_size: int) -> None:
-        if count < slots:
+    def _tail_ok(self, path: Path, count: int, slots: int, entry_size: int, code: str) -> bool:
+        """Whether zero slots after `count` entries are a broker's preallocation (reported as info).
+
+        Only the active segment's index files are preallocated, both from one `segment.index.bytes`
+        (the `.index` rounded down to 8 bytes, the `.timeindex` to 12), and the broker trims them when
+        the segment rolls. Zeros anywhere else are lost entries: reported, and the index not used.
+        """
+        if count == slots:
+            return True
+        if self.is_last and self._preallocated_pair():
             self.run.add(
                 make_finding(
                     "index-preallocated-tail",
@@ -360,6 +368,26 @@ class _SegmentView:
                     slots=slots - count,
                 )
             )
+            return True
+        self.run.fallback(
+            code,
+            str(path),
+            f"entry {count} is zero after {count} entries, yet the file is not an active segment's "
+            f"preallocated index: entries are lost; the log is scanned instead",
+            position=count * entry_size,
+        )
+        return False
+
+    def _preallocated_pair(self) -> bool:
+        index, tindex = self.seg.index, self.seg.timeindex
+        if index is None or tindex is None:
+            return False
+        try:
+            index_size, tindex_size = index.stat().st_size, tindex.stat().st_size
+        except OSError:
+            return False
+        # Some maxIndexSize M gives index_size = M - M % 8 and tindex_size = M - M % 12.
+        return any(m - m % 12 == tindex_size for m in range(index_size, index_size + 8))
 
     @cached_property
     def offset_index(self) -> _IndexFile[OffsetIndexEntry] | None:
@@ -369,7 +397,10 @@ class _SegmentView:
         assert self.seg.index is not None
         count = offset_index_entry_count(buf)
         self.run.index_entries_read += _probes_for_count(len(buf) // OFFSET_ENTRY_SIZE, count)
-        self._note_tail(self.seg.index, count, len(buf) // OFFSET_ENTRY_SIZE, OFFSET_ENTRY_SIZE)
+        if not self._tail_ok(
+            self.seg.index, count, len(buf) // OFFSET_ENTRY_SIZE, OFFSET_ENTRY_SIZE, "index-not-monotonic"
+        ):
+            return None
         idx = _IndexFile(buf, count, offset_index_entry_at, self.base, self.run)
         bad = _out_of_order(
             idx.sample(), lambda e: (e.offset, e.position), strict_second=True, floor=self.base
@@ -394,7 +425,10 @@ class _SegmentView:
         assert self.seg.timeindex is not None
         count = time_index_entry_count(buf)
         self.run.index_entries_read += _probes_for_count(len(buf) // TIME_ENTRY_SIZE, count)
-        self._note_tail(self.seg.timeindex, count, len(buf) // TIME_ENTRY_SIZE, TIME_ENTRY_SIZE)
+        if not self._tail_ok(
+            self.seg.timeindex, count, len(buf) // TIME_ENTRY_SIZE, TIME_ENTRY_SIZE, "time-index-out-of-order"
+        ):
+            return None
         idx = _IndexFile(buf, count, time_index_entry_at, self.base, self.run)
         bad = _out_of_order(
             idx.sample(), lambda e: (e.timestamp, e.offset), strict_second=False, floor=self.base

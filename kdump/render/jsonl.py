@@ -14,6 +14,7 @@ from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.files import Entry, FileStart
+from kdump.ops.internal import InternalRecord
 from kdump.render import rows
 from kdump.scan.events import ScanSummary
 
@@ -110,6 +111,10 @@ def write_jsonl(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") 
                 out.write("\n".join(buf))
                 buf.clear()
             append(_dumps(rows.batch_row(ev, file)))
+        elif isinstance(ev, InternalRecord):
+            row = rows.record_row(ev.record, batch, file, encoding)
+            row["decoded"] = ev.decoded.to_dict()
+            append(_dumps(row))
         elif isinstance(ev, FileStart):
             file = ev.file
             file_json = _dumps(file)

@@ -24,6 +24,7 @@ from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.dump import DumpEvent, DumpOptions, expand_batches
 from kdump.ops.files import FileStart
+from kdump.ops.internal import InternalRecord
 from kdump.scan.events import ScanSummary
 
 CHUNK_BYTES = 1 << 20
@@ -43,11 +44,11 @@ def _render(events: Iterable[Any], fmt: str, encoding: str) -> str:
 
 
 def _work(
-    args: tuple[str, str, list[DumpEvent], DumpOptions, str, str],
+    args: tuple[str, str, list[DumpEvent], DumpOptions, str, str, str | None],
 ) -> tuple[bytes, int, dict[int, int]]:
-    path, label, events, options, fmt, encoding = args
-    expanded = expand_batches(Path(path), events, options, label)
-    records = sum(1 for e in expanded if type(e) is Record)
+    path, label, events, options, fmt, encoding, decoder = args
+    expanded = expand_batches(Path(path), events, options, label, decoder)
+    records = sum(1 for e in expanded if type(e) is Record or type(e) is InternalRecord)
     # Findings of decoding records are new; the batch-level ones were counted by the main scan.
     counts: dict[int, int] = {}
     for e in expanded:
@@ -74,7 +75,7 @@ def _strip_file_header(text: str) -> str:
 
 
 def write_parallel(
-    logs: Iterable[tuple[Path, str, Iterator[DumpEvent]]],
+    logs: Iterable[tuple[Path, str, Iterator[DumpEvent], str | None]],
     out: IO[str],
     *,
     options: DumpOptions,
@@ -85,13 +86,14 @@ def write_parallel(
     """Render shallow dump streams with their records decoded by `jobs` worker processes.
 
     Args:
-        logs: for each file, its path, its label and its shallow event stream (records=False).
+        logs: for each file, its path, its label, its shallow event stream (records=False) and
+            the internal-topic decoder for its records (or None).
     """
     ctx = multiprocessing.get_context("fork")
     sink = getattr(out, "buffer", None)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        for path, label, events in logs:
-            _write_log(pool, out, sink, path, label, events, options, fmt, encoding, jobs)
+        for path, label, events, decoder in logs:
+            _write_log(pool, out, sink, path, label, events, options, fmt, encoding, jobs, decoder)
     out.flush()
 
 
@@ -124,6 +126,7 @@ def _write_log(
     fmt: str,
     encoding: str,
     jobs: int,
+    decoder: str | None,
 ) -> None:
     pending: deque[Future[tuple[bytes, int, dict[int, int]]]] = deque()
     tally = _Tally()
@@ -132,7 +135,7 @@ def _write_log(
         _write(out, sink, data)
 
     def submit(chunk: list[DumpEvent]) -> None:
-        pending.append(pool.submit(_work, (str(path), label, chunk, options, fmt, encoding)))
+        pending.append(pool.submit(_work, (str(path), label, chunk, options, fmt, encoding, decoder)))
 
     chunk: list[DumpEvent] = []
     chunk_bytes = 0

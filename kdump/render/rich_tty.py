@@ -6,6 +6,7 @@ never interpreted as styling.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
@@ -13,6 +14,7 @@ from kdump.findings import Finding, Severity
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.files import Entry, FileStart
+from kdump.ops.internal import InternalRecord
 from kdump.render import rows
 from kdump.render.text import entry_line, finding_line, summary_line
 from kdump.scan.events import ScanSummary
@@ -112,6 +114,20 @@ def write_rich(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") -
             flush()
             current = ev.file
             console.print(f"{ev.file} ({ev.kind}, {ev.size} bytes)", style="bold")
+        elif isinstance(ev, InternalRecord):
+            if table is None or not records_mode or rows_in_table >= _CHUNK:
+                flush()
+                table = _record_table(current)
+                records_mode = True
+            d = ev.decoded.to_dict()
+            table.add_row(
+                str(ev.record.offset),
+                str(ev.record.timestamp),
+                json.dumps(d.get("key"), separators=(",", ":"))[:200],
+                json.dumps(d.get("value"), separators=(",", ":"))[:400],
+                str(d.get("record") or ""),
+            )
+            rows_in_table += 1
         elif isinstance(ev, Record):
             if table is None or not records_mode or rows_in_table >= _CHUNK:
                 flush()
@@ -156,7 +172,7 @@ def _with_lookahead(events: Iterable[Any]) -> Iterator[Any]:
                 yield pending
             pending = ev
             continue
-        if isinstance(ev, Record):
+        if isinstance(ev, Record | InternalRecord):
             pending = None
         elif pending is not None:
             yield pending

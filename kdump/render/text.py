@@ -7,13 +7,16 @@ values, control markers decoded, findings in place, a summary per file).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import IO, Any
 
+from kdump.errors import DecodeError
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.files import Entry, FileStart
+from kdump.ops.internal import InternalRecord
 from kdump.render import rows
 from kdump.scan.events import ScanSummary
 
@@ -41,8 +44,8 @@ def batch_line(h: BatchHeader) -> str:
     )
 
 
-def record_line(r: Record, batch: BatchHeader | None, encoding: str) -> str:
-    """One record: Kafka's metadata fields, then key, payload and headers with their values."""
+def _record_metadata(r: Record, batch: BatchHeader | None) -> list[str]:
+    """Kafka's metadata fields of a record line (what precedes key and payload)."""
     ts_label = rows.timestamp_type_label(batch.timestamp_type) if batch is not None else "CreateTime"
     key_size = -1 if r.key is None else len(r.key)
     value_size = -1 if r.value is None else len(r.value)
@@ -52,6 +55,25 @@ def record_line(r: Record, batch: BatchHeader | None, encoding: str) -> str:
     else:
         keys = ",".join(k.decode("utf-8", "backslashreplace") for k, _ in r.headers)
         parts.append(f"sequence: {r.sequence} headerKeys: [{keys}]")
+    return parts
+
+
+def internal_record_line(ir: InternalRecord, batch: BatchHeader | None) -> str:
+    """A record of an internal topic: Kafka's metadata fields, then its decoder's key and payload text.
+
+    The text after the metadata is what kafka-dump-log's own decoder prints; where Kafka's tool
+    would abort, kdump prints its JSON decoding instead.
+    """
+    line = " ".join(_record_metadata(ir.record, batch))
+    try:
+        return line + ir.decoded.oracle_suffix(ir.record.offset)
+    except DecodeError:
+        return f"{line} decoded: {json.dumps(ir.decoded.to_dict(), separators=(',', ':'))}"
+
+
+def record_line(r: Record, batch: BatchHeader | None, encoding: str) -> str:
+    """One record: Kafka's metadata fields, then key, payload and headers with their values."""
+    parts = _record_metadata(r, batch)
     if batch is not None and batch.is_control:
         control = rows.control_fields(r)
         if control is None:
@@ -124,6 +146,8 @@ def write_text(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") -
             append(summary_line(ev))
         elif isinstance(ev, Entry):
             append(entry_line(ev))
+        elif isinstance(ev, InternalRecord):
+            append(internal_record_line(ev, batch))
     if buf:
         buf.append("")
         out.write("\n".join(buf))

@@ -25,7 +25,7 @@ import re
 import struct
 from collections.abc import Callable, Iterator
 
-from kdump.errors import CodecError, CodecUnavailableError
+from kdump.errors import CodecError, CodecUnavailableError, TruncatedError
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.batch import (
     ENTRY_PREFIX,
@@ -494,6 +494,18 @@ def _check_offsets(
         )
 
 
+def _whole_record_count(data: bytes, h: BatchHeader) -> int | None:
+    """How many records `data` holds when they decode cleanly to its very end, whatever the header's
+    count says; None when they do not (a record is damaged, or garbage follows them)."""
+    # Every record takes at least 7 bytes, so asking for more than len(data) reads up to the end.
+    whole, error = decode_v2_records(data, h._replace(count=len(data) + 1))
+    if isinstance(error, TruncatedError) and str(error).startswith(
+        "Incorrect declared batch size, premature EOF"
+    ):
+        return len(whole)
+    return None
+
+
 def decode_batch_records(buf: Buffer, h: BatchHeader, file: str) -> tuple[list[Record], list[Finding]]:
     """Decompress and decode one entry's records; damage becomes findings."""
     pos = h.position
@@ -501,6 +513,7 @@ def decode_batch_records(buf: Buffer, h: BatchHeader, file: str) -> tuple[list[R
     offset = h.base_offset if h.base_offset is not None else h.last_offset
     if h.compression > 4:
         return [], findings
+    data = b""
     try:
         if h.magic == 2:
             payload = buf[pos + V2_HEADER_SIZE : pos + h.size]
@@ -524,7 +537,25 @@ def decode_batch_records(buf: Buffer, h: BatchHeader, file: str) -> tuple[list[R
     except Exception as exc:  # a DecodeError of the wrapper itself
         findings.append(make_finding("record-decode-failed", file, str(exc), position=pos, offset=offset))
         return [], findings
-    if error is not None:
+    held = _whole_record_count(data, h) if error is not None and h.magic == 2 else None
+    if held is not None and held != h.count:
+        # The records decode cleanly to the end of the batch; only their number differs from the
+        # header's (Kafka: "Incorrect declared batch size"). A count outside the offset range was
+        # already reported by the header checks of a checksum-valid batch.
+        count = h.count or 0
+        if not (
+            h.crc_ok and h.base_offset is not None and not 0 <= count <= h.last_offset - h.base_offset + 1
+        ):
+            findings.append(
+                make_finding(
+                    "record-count-mismatch",
+                    file,
+                    f"header record count {count} differs from the {held} records the batch holds",
+                    position=pos,
+                    offset=h.base_offset,
+                )
+            )
+    elif error is not None:
         at = records[-1].offset + 1 if records else offset
         findings.append(
             make_finding(
