@@ -10,8 +10,9 @@ batches a forensic resync still finds after the cut, which the broker would thro
 `--to-offset` mirrors `UnifiedLog.truncateTo`: the log is cut at the start of the first batch
 whose last offset is at or above the offset (batches are never split), and later segments go.
 
-Applying backs up every removed byte and moved file (`kdump restore` puts them back), truncates,
-fsyncs, and rebuilds the trimmed segment's indexes with the reindex rule.
+Applying backs up every removed byte and moved file (`kdump restore` puts them back), rebuilds the
+trimmed segment's indexes with the reindex rule from the bytes before the cut, then truncates and
+fsyncs (indexes first, so a crash part way leaves nothing a second run cannot finish).
 """
 
 from __future__ import annotations
@@ -250,7 +251,7 @@ class TrimResult:
 def apply_trim_tail(
     plan: TrimPlan, backup_dir: Path | None = None, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
 ) -> TrimResult:
-    """Carry out a plan: back up, truncate, fsync, move later segments aside, rebuild indexes."""
+    """Carry out a plan: rebuild the indexes for the cut, truncate, move later segments aside (all backed up)."""
     if not plan.needed or plan.segment is None:
         return TrimResult(None, None, 0, (), ())
     seg = plan.segment
@@ -258,6 +259,25 @@ def apply_trim_tail(
     with log_dir_lock(plan.log_dir):
         bdir = backup_dir or default_backup_dir(plan.root, plan.log_dir)
         journal = Journal.create(bdir, plan.root, "trim-tail")
+        # The indexes are rebuilt from the bytes before the cut, and written BEFORE the log is cut:
+        # a crash in between then leaves indexes that already match the trimmed log, and running
+        # trim-tail again finds the same cut and finishes. (Cutting first left a window where the
+        # log was trimmed but its indexes still pointed past the new end, and a second run had
+        # nothing to trim, so nothing rebuilt them.) The prefix scan equals a scan after the cut.
+        # Producer state for the .txnindex comes from every segment up to this one.
+        earlier = [s for s in PartitionDir.load(plan.root).segments if s.base_offset < seg.base_offset]
+        results = [check_segment(s) for s in earlier] + [
+            check_segment(seg, keep_spans=True, max_bytes=plan.cut_position)
+        ]
+        aborts = expected_aborts(results)[-1]
+        log_start = next(
+            (r.summary.first_offset for r in results if r.summary and r.summary.first_offset is not None), 0
+        )
+        seg_plan = plan_segment(results[-1], resolve_aborts(aborts, results[-1], log_start), interval_bytes)
+        reindexed = []
+        for change in seg_plan.changes:
+            journal.replace(change.path, change.data)
+            reindexed.append(change.path)
         journal.truncate(seg.log, plan.cut_position)
         moved: list[Path] = []
         if plan.drop_later_segments:
@@ -275,16 +295,4 @@ def apply_trim_tail(
                     if snap_offset > plan.new_log_end_offset:
                         journal.move_out(snap)
                         moved.append(snap)
-        # Producer state for the .txnindex comes from every segment up to this one.
-        earlier = [s for s in PartitionDir.load(plan.root).segments if s.base_offset < seg.base_offset]
-        results = [check_segment(s) for s in earlier] + [check_segment(seg, keep_spans=True)]
-        aborts = expected_aborts(results)[-1]
-        log_start = next(
-            (r.summary.first_offset for r in results if r.summary and r.summary.first_offset is not None), 0
-        )
-        seg_plan = plan_segment(results[-1], resolve_aborts(aborts, results[-1], log_start), interval_bytes)
-        reindexed = []
-        for change in seg_plan.changes:
-            journal.replace(change.path, change.data)
-            reindexed.append(change.path)
         return TrimResult(bdir, seg.log, plan.removed_bytes, tuple(moved), tuple(reindexed))

@@ -112,9 +112,7 @@ def write_jsonl(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") 
                 buf.clear()
             append(_dumps(rows.batch_row(ev, file)))
         elif isinstance(ev, InternalRecord):
-            row = rows.record_row(ev.record, batch, file, encoding)
-            row["decoded"] = ev.decoded.to_dict()
-            append(_dumps(row))
+            append(_dumps(rows.internal_record_row(ev, batch, file, encoding)))
         elif isinstance(ev, FileStart):
             file = ev.file
             file_json = _dumps(file)

@@ -16,6 +16,7 @@ from kdump.formats.constants import CODEC_LABELS, ControlType, TimestampType
 from kdump.formats.control import decode_control_key, decode_end_txn_marker
 from kdump.formats.records import Record
 from kdump.ops.files import Entry, FileStart
+from kdump.ops.internal import InternalRecord
 from kdump.scan.events import ScanSummary
 
 ENCODINGS = ("utf8", "hex", "base64")
@@ -146,6 +147,15 @@ def record_row(r: Record, batch: BatchHeader | None, file: str, encoding: str) -
         row["crc_ok"] = r.crc_ok
     if batch is not None and batch.is_control:
         row["control"] = control_fields(r)
+    return row
+
+
+def internal_record_row(
+    ir: InternalRecord, batch: BatchHeader | None, file: str, encoding: str
+) -> dict[str, Any]:
+    """A record of an internal topic: the record's fields plus what it decodes to."""
+    row = record_row(ir.record, batch, file, encoding)
+    row["decoded"] = ir.decoded.to_dict()
     return row
 
 

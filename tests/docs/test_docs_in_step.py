@@ -30,8 +30,10 @@ from kdump.cli import cli
 from kdump.cli.exit_codes import ExitCode
 from kdump.findings import CATALOG, Finding, Severity, make_finding
 from kdump.formats.batch import BatchHeader
+from kdump.formats.internal import decode_offsets_record
 from kdump.formats.records import Record
 from kdump.ops.files import FileStart
+from kdump.ops.internal import InternalRecord
 from kdump.ops.trim import TrimPlan
 from kdump.ops.verify import PartitionReport
 from kdump.render import report, rows
@@ -475,6 +477,12 @@ def test_schema_documents_exactly_the_record_fields() -> None:
         rows.record_row(plain, None, "f.log", "hex"),
         rows.record_row(legacy, batch_header(magic=0, base_offset=None, count=None), "f.log", "base64"),
         rows.record_row(marker, batch_header(is_control=True, is_transactional=True), "f.log", "utf8"),
+        rows.internal_record_row(
+            InternalRecord(plain, decode_offsets_record(b"\x00\x02\x00\x01g", None)),
+            batch_header(),
+            "f.log",
+            "utf8",
+        ),
     ]
     documented = fields_of("record")
     for row in samples:
