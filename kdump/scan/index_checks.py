@@ -27,6 +27,10 @@ from kdump.formats.time_index import TimeIndexContents
 from kdump.formats.txn_index import AbortedTxn, TxnIndexContents
 
 
+def _entries(n: int) -> str:
+    return "1 entry" if n == 1 else f"{n} entries"
+
+
 class BatchSpan(NamedTuple):
     """What index checks need of one checksum-valid batch of the valid prefix.
 
@@ -92,6 +96,9 @@ def check_offset_index(
             )
     prev_offset = prev_position = -1
     reported_order = False
+    # Entries past the valid end (a stale index after a truncation, or damage mid-log) are one
+    # finding per file: they share one cause and one repair.
+    beyond: list[tuple[int, int, int]] = []
     for i, (offset, position) in enumerate(contents.entries):
         at = i * 8
         out_of_order = offset < base or (i > 0 and (offset <= prev_offset or position <= prev_position))
@@ -107,26 +114,11 @@ def check_offset_index(
             reported_order = True
         prev_offset, prev_position = offset, position
         if position >= valid_bytes:
-            yield make_finding(
-                "index-entry-beyond-log",
-                file,
-                f"entry for offset {offset} points at position {position}, past the valid log end {valid_bytes}",
-                position=at,
-                offset=offset,
-                log_position=position,
-            )
+            beyond.append((at, offset, position))
             continue
         holder = table.first_holding(offset)
         if holder is None:
-            yield make_finding(
-                "index-entry-beyond-log",
-                file,
-                f"entry for offset {offset} is past the log's last offset "
-                f"{table.last_offsets[-1] if table.last_offsets else None}",
-                position=at,
-                offset=offset,
-                log_position=position,
-            )
+            beyond.append((at, offset, position))
             continue
         if position not in table.position_set:
             yield make_finding(
@@ -148,6 +140,19 @@ def check_offset_index(
                 offset=offset,
                 log_position=position,
             )
+    if beyond:
+        at, offset, position = beyond[0]
+        last_valid = table.last_offsets[-1] if table.last_offsets else None
+        yield make_finding(
+            "index-entry-beyond-log",
+            file,
+            f"{_entries(len(beyond))} from offset {offset} (position {position}) point past the valid log "
+            f"(it ends at position {valid_bytes}, last offset {last_valid})",
+            position=at,
+            offset=offset,
+            log_position=position,
+            entries=len(beyond),
+        )
 
 
 def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) -> Iterator[Finding]:
@@ -180,6 +185,7 @@ def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) 
             )
     prev_ts = prev_offset = -1
     reported_order = False
+    missing: list[tuple[int, int, int]] = []  # entries past the valid log's last offset
     for i, (timestamp, offset) in enumerate(contents.entries):
         at = i * 12
         out_of_order = offset < base or (i > 0 and (timestamp <= prev_ts or offset < prev_offset))
@@ -195,7 +201,10 @@ def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) 
             reported_order = True
         prev_ts, prev_offset = timestamp, offset
         holder = table.first_holding(offset)
-        if holder is None or table.spans[holder].base_offset > offset:
+        if holder is None:
+            missing.append((at, timestamp, offset))
+            continue
+        if table.spans[holder].base_offset > offset:
             yield make_finding(
                 "time-index-offset-not-found",
                 file,
@@ -215,6 +224,18 @@ def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) 
                 offset=offset,
                 log_timestamp=span.max_timestamp,
             )
+    if missing:
+        at, timestamp, offset = missing[0]
+        last_valid = table.last_offsets[-1] if table.last_offsets else None
+        yield make_finding(
+            "time-index-offset-not-found",
+            file,
+            f"{_entries(len(missing))} from (timestamp {timestamp}, offset {offset}) name offsets past the valid "
+            f"log's last offset {last_valid}",
+            position=at,
+            offset=offset,
+            entries=len(missing),
+        )
 
 
 def check_txn_index(

@@ -342,6 +342,11 @@ def scan_log(
             if not forensic:
                 stop = StopReason.CORRUPT_BATCH
                 break
+            # Offsets that continue the log are probably intact (the damage is elsewhere in the
+            # batch): keep them, so the next batch is not reported as following a gap.
+            hb = header.base_offset
+            if prev_last is not None and hb == prev_last + 1 and header.last_offset >= hb:
+                prev_last = header.last_offset
         else:
             # Most batches follow their predecessor exactly; the full checks run only otherwise.
             hb = header.base_offset
