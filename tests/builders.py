@@ -71,10 +71,15 @@ class SegmentBuilder:
             partition_leader_epoch=leader_epoch,
             log_append_time=log_append_time,
         )
-        return self._append(batch, len(recs), max((r.timestamp for r in recs), default=-1)
-                            if log_append_time is None else log_append_time)
+        return self._append(
+            batch,
+            len(recs),
+            max((r.timestamp for r in recs), default=-1) if log_append_time is None else log_append_time,
+        )
 
-    def add_marker(self, producer_id: int, *, commit: bool, producer_epoch: int = 0, leader_epoch: int = 0) -> int:
+    def add_marker(
+        self, producer_id: int, *, commit: bool, producer_epoch: int = 0, leader_epoch: int = 0
+    ) -> int:
         """Append a COMMIT or ABORT marker; returns its offset."""
         ctype = ControlType.COMMIT if commit else ControlType.ABORT
         rec = NewRecord(encode_control_key(ctype), encode_end_txn_marker(0), BASE_TS)
@@ -91,7 +96,9 @@ class SegmentBuilder:
         self._append(batch, 1, BASE_TS)
         return offset
 
-    def add_legacy(self, recs: Sequence[NewRecord], *, magic: int, codec: int = Codec.NONE) -> tuple[int, int]:
+    def add_legacy(
+        self, recs: Sequence[NewRecord], *, magic: int, codec: int = Codec.NONE
+    ) -> tuple[int, int]:
         """Append legacy message(s): one per record uncompressed, one wrapper compressed."""
         entry = build_legacy_entry(self.next_offset, recs, magic=magic, codec=codec)
         max_ts = max(r.timestamp for r in recs) if magic == 1 else -1

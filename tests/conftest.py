@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import available_corpus_root, full_corpus_available  # noqa: E402
+from corpus import available_corpus_root, full_corpus_available
 
 
 @pytest.fixture(scope="session")

@@ -19,15 +19,42 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from builders import SegmentBuilder  # noqa: E402
+from builders import SegmentBuilder
 
-from kdump.formats.constants import Codec  # noqa: E402
-from kdump.formats.records import NewRecord  # noqa: E402
+from kdump.formats.constants import Codec
+from kdump.formats.records import NewRecord
 
-WORDS = [w.encode() for w in (
-    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
-    "quebec romeo sierra tango uniform victor whiskey xray yankee zulu"
-).split()]
+WORDS = [
+    w.encode()
+    for w in [
+        "alpha",
+        "bravo",
+        "charlie",
+        "delta",
+        "echo",
+        "foxtrot",
+        "golf",
+        "hotel",
+        "india",
+        "juliet",
+        "kilo",
+        "lima",
+        "mike",
+        "november",
+        "oscar",
+        "papa",
+        "quebec",
+        "romeo",
+        "sierra",
+        "tango",
+        "uniform",
+        "victor",
+        "whiskey",
+        "xray",
+        "yankee",
+        "zulu",
+    ]
+]
 SHAPES = {
     # name: (codec, batches, records, min value, max value, header every nth record)
     "A": (Codec.LZ4, 193, 178_599, 100, 2000, 5),
