@@ -9,6 +9,8 @@ them in step).
 
 from __future__ import annotations
 
+import os
+import shlex
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -405,8 +407,15 @@ class Finding:
 
     @property
     def repair(self) -> str | None:
-        """The kdump command that repairs it, if any."""
-        return CATALOG[self.code].repair
+        """The kdump command that repairs it, with this finding's partition (and offset) filled in."""
+        template = CATALOG[self.code].repair
+        if template is None:
+            return None
+        partition = os.path.dirname(self.file) or "."
+        command = template.replace("PARTITION", shlex.quote(partition))
+        if self.offset is not None:
+            command = command.replace("OFFSET", str(self.offset))
+        return command
 
 
 def make_finding(

@@ -76,7 +76,7 @@ def parse_target(text: str) -> SeekTarget:
 
 @click.command("seek-by-time", cls=_SeekCommand)
 @click.argument("time_text", metavar="TIME")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path())
 @click.option(
     "--log-dir",
     type=click.Path(file_okay=False),
@@ -88,8 +88,8 @@ def seek_command(time_text: str, paths: tuple[str, ...], log_dir: str | None, fm
     """Find the first offset at or after TIME in each partition, as a broker's ListOffsets would.
 
     TIME is epoch milliseconds, ISO-8601 with a zone (2026-11-21T14:05:00Z), a relative time (-30m,
-    -2h, -1d), now, or one of earliest (log start offset), latest (log end offset and high
-    watermark), max-timestamp. PATH is a partition directory, several of them, or a whole log dir
+    -2h, -1d; `--` before TIME also works), now, or one of earliest (log start offset), latest (log
+    end offset and high watermark), max-timestamp. PATH is a partition directory, several of them, or a whole log dir
     (one answer per partition). Indexes are checked against the log before they are trusted; a
     damaged or missing index falls back to scanning and is reported. Nothing is ever written.
 

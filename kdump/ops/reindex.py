@@ -110,7 +110,7 @@ class FileChange:
         if self.preallocated_slots:
             parts.append(f"{self.preallocated_slots} preallocated slots trimmed")
         if not parts:
-            parts.append("bytes differ")
+            parts.append("the same entries in another order")
         return f"{self.kind}: {self.old_entries} -> {self.new_entries} entries ({', '.join(parts)})"
 
 

@@ -29,6 +29,7 @@ it, so the answer is the one a broker with sound indexes gives.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats import checkpoints
 from kdump.formats.batch import BatchHeader
+from kdump.formats.constants import MAGIC_POSITION, V2_HEADER_SIZE
 from kdump.formats.offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
 from kdump.formats.offset_index import OffsetIndexEntry, offset_index_entry_at, offset_index_entry_count
 from kdump.formats.time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
@@ -60,6 +62,10 @@ REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 # Index slots sampled to check an index's order before it is used (see `_IndexFile.sample`).
 _SAMPLES = 8
 _V0_NOTE = "magic v0 data carries no timestamps: the broker finds no offset by time in it"
+_INT64 = struct.Struct(">q")
+# Where a v2 batch header keeps maxTimestamp, and a v1 message its timestamp (kdump.formats.batch).
+_V2_MAX_TIMESTAMP_POSITION = 35
+_V1_TIMESTAMP_POSITION = 18
 # A tail scan keeps up to this many batch headers, to find the batch holding an offset in it.
 _KEEP_BATCHES = 64
 # Scan findings below this severity (offset gaps after compaction, ...) are normal and not "met".
@@ -683,7 +689,7 @@ class _SegmentView:
             held, before = self.tail.holding(last.offset)
             if held is None:
                 held, before = self.holding_and_before(last.offset)
-            problem = _time_entry_problem(held, last, before)
+            problem = _time_entry_problem(held, last, before) or self._later_indexed_batches_problem(last)
         if problem is not None:
             run.fallback(
                 problem[0],
@@ -710,6 +716,48 @@ class _SegmentView:
             )
             return self._from_scan(self.full)
         return _SegmentMax(last.timestamp, False, last.timestamp, held, tail.saw_v0)
+
+    def _later_indexed_batches_problem(self, last: TimeIndexEntry) -> tuple[str, str] | None:
+        """Check the time index's last entry against batches the offset index points at after it.
+
+        The broker writes both indexes together: with each offset index entry it offers the time
+        index the running maximum, which now includes the batch at that entry's position. So no
+        such batch may carry more than the time index's last timestamp; one that does shows time
+        index entries were lost (a truncated or stale file), whatever the order of the records.
+        A few such batches, spread out, are peeked at (their maxTimestamp field only).
+        """
+        idx = self.offset_index
+        if idx is None or idx.count == 0:
+            return None
+        slot, _ = idx.search(lambda e: e.offset, last.offset)
+        later = range(slot + 1, idx.count)
+        if not later:
+            return None
+        picks = sorted({later[len(later) * k // _SAMPLES] for k in range(_SAMPLES)} | {later[-1]})
+        for i in picks:
+            entry = idx.entry(i)
+            ts = self.peek_max_timestamp(entry.position)
+            if ts is not None and ts > last.timestamp:
+                return (
+                    "time-index-mismatch",
+                    f"the batch at position {entry.position} (offset index entry for offset {entry.offset}) "
+                    f"carries maxTimestamp {ts}, above the time index's last entry (timestamp "
+                    f"{last.timestamp}, offset {last.offset}): time index entries are missing",
+                )
+        return None
+
+    def peek_max_timestamp(self, position: int) -> int | None:
+        """The maxTimestamp field of the entry at `position`, unchecked (None when it has none)."""
+        log = self.log
+        if position < 0 or position + V2_HEADER_SIZE > len(log):
+            return None
+        self.run.batches_read += 1
+        magic = log[position + MAGIC_POSITION]
+        if magic == 2:
+            return int(_INT64.unpack_from(log, position + _V2_MAX_TIMESTAMP_POSITION)[0])
+        if magic == 1:
+            return int(_INT64.unpack_from(log, position + _V1_TIMESTAMP_POSITION)[0])
+        return None
 
     def _from_scan(self, scan: _Tail) -> _SegmentMax:
         if scan.max_timestamp < 0:

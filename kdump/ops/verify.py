@@ -89,6 +89,14 @@ def verify_targets(
 def _segments_of_file(path: Path) -> list[Segment]:
     kind = file_kind(path)
     base = segment_base_offset(path)
+    if kind in ("index", "timeindex", "txnindex") and base is not None and path.name.endswith(f".{kind}"):
+        # An index given on its own can only be judged against the batches it points into: check
+        # its segment (before, `kdump verify x.index` checked nothing and said "ok" whatever the
+        # index held). Without its .log there is nothing to check it against.
+        log = path.with_name(f"{path.name.split('.')[0]}.log")
+        if not log.is_file():
+            return []
+        path, kind = log, "log"
     if kind != "log" or base is None:
         return []
     if not path.name.endswith(".log"):

@@ -81,7 +81,7 @@ from kdump.model.segment import Segment
 from kdump.ops.segment_check import check_segment
 from kdump.ops.verify import _segments_of_file, file_report, partition_report
 from kdump.render.rows import codec_label
-from kdump.scan.log_scanner import decode_batch_records, plausible_entry_at, scan_log
+from kdump.scan.log_scanner import decode_batch_records, find_next_entry, plausible_entry_at, scan_log
 from kdump.scan.source import open_buffer
 from kdump.spark.schema import (
     BATCH_COLUMNS,
@@ -550,7 +550,11 @@ def _starts_from_index(buf: memoryview, seg: Segment, targets: list[int]) -> lis
 
 
 def _starts_from_scan(buf: memoryview, targets: list[int]) -> list[int]:
-    """Walk the length fields from the start; take the first checksum-valid batch at or after each target."""
+    """Walk the length fields from the start; take the first checksum-valid batch at or after each target.
+
+    Where a length field cannot be right, the walk resumes at the next plausible batch, as the
+    forensic scan does, so damage does not leave the rest of the segment to a single task.
+    """
     size = len(buf)
     starts: list[int] = []
     ti = 0
@@ -561,9 +565,13 @@ def _starts_from_scan(buf: memoryview, targets: list[int]) -> list[int]:
             starts.append(pos)
             while ti < len(targets) and targets[ti] <= pos:
                 ti += 1
-        if length < 14 or pos + 12 + length > size:
+        if length >= 14 and pos + 12 + length <= size:
+            pos += 12 + length
+            continue
+        nxt = find_next_entry(buf, pos + 1, size)
+        if nxt is None:
             break
-        pos += 12 + length
+        pos = nxt
     return starts
 
 
@@ -694,12 +702,16 @@ class _RecordChunk:
 
 
 def _scan_slice(buf: memoryview, part: SegmentSlice) -> Iterator[BatchHeader]:
-    """The batch headers of a slice, in position order (forensic scan, resyncing past damage)."""
-    max_bytes = None if part.end is None else part.end - part.start
-    for ev in scan_log(
-        buf, file=part.log, base_offset=part.base_offset, start=part.start, max_bytes=max_bytes
-    ):
+    """The batch headers of a slice, in position order (forensic scan, resyncing past damage).
+
+    The scan sees the whole file, so a length field is judged as a whole-file scan judges it, and
+    a resync lands where it would; the slice owns the batches that start before its end.
+    """
+    end = part.end
+    for ev in scan_log(buf, file=part.log, base_offset=part.base_offset, start=part.start):
         if type(ev) is BatchHeader:
+            if end is not None and ev.position >= end:
+                return
             yield ev
 
 
@@ -830,7 +842,8 @@ class KdumpReader(DataSourceReader):
             for unit in partition.units:
                 yield from read_findings(unit, opts.deep)
             return
-        assert isinstance(partition, SliceTask)
+        if not isinstance(partition, SliceTask):
+            return  # Spark's single placeholder partition when nothing was planned
         # Records and their bytes form no reference cycles, yet allocating millions of them sets off
         # the cyclic collector over and over (a third of the read time): pause it for the task.
         collecting = gc.isenabled()
