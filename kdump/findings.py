@@ -9,10 +9,10 @@ them in step).
 
 from __future__ import annotations
 
-import os
 import shlex
 from dataclasses import dataclass, field
 from enum import IntEnum
+from pathlib import Path
 from typing import Any
 
 
@@ -411,7 +411,7 @@ class Finding:
         template = CATALOG[self.code].repair
         if template is None:
             return None
-        partition = os.path.dirname(self.file) or "."
+        partition = str(Path(self.file).parent)
         command = template.replace("PARTITION", shlex.quote(partition))
         if self.offset is not None:
             command = command.replace("OFFSET", str(self.offset))
