@@ -13,14 +13,14 @@ from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import diag, format_option, resolve_format
 from kdump.cli.timespec import parse_time_ms
 from kdump.errors import KdumpError
-from kdump.model.log_dir import Target, discover
-from kdump.model.partition import PartitionDir
+from kdump.model.log_dir import Target, discover, looks_like_log_dir
 from kdump.ops.seek import (
     SPECIAL_TARGETS,
     LogDirCheckpoints,
     SeekResult,
     SeekTarget,
     load_log_dir_checkpoints,
+    seek_partition,
 )
 
 # ListOffsets' sentinel timestamps (ListOffsetsRequest.LATEST_TIMESTAMP and friends).
@@ -89,9 +89,10 @@ def seek_command(time_text: str, paths: tuple[str, ...], log_dir: str | None, fm
 
     TIME is epoch milliseconds, ISO-8601 with a zone (2026-11-21T14:05:00Z), a relative time (-30m,
     -2h, -1d; `--` before TIME also works), now, or one of earliest (log start offset), latest (log
-    end offset and high watermark), max-timestamp. PATH is a partition directory, several of them, or a whole log dir
-    (one answer per partition). Indexes are checked against the log before they are trusted; a
-    damaged or missing index falls back to scanning and is reported. Nothing is ever written.
+    end offset and high watermark), max-timestamp. PATH is a partition directory, several of them,
+    or a whole log dir (one answer per partition). Indexes are checked against the log before they
+    are trusted; a damaged or missing index falls back to scanning and is reported. Nothing is ever
+    written.
 
     \b
     Exit codes: 0 every partition answered (none is an answer), 2 usage error, 3 a path could not be read.
@@ -115,6 +116,8 @@ def seek_command(time_text: str, paths: tuple[str, ...], log_dir: str | None, fm
             continue
         if found.kind == "file":
             raise click.BadParameter(f"{p} is a file: give its partition directory", param_hint="PATH")
+        if found.kind == "log-dir" and not looks_like_log_dir(found.path):
+            raise click.BadParameter(f"{p} is neither a partition directory nor a log dir", param_hint="PATH")
         targets.append(found)
     override = None if log_dir is None else Path(log_dir)
     cache: dict[Path | None, LogDirCheckpoints] = {}
@@ -134,10 +137,14 @@ def seek_command(time_text: str, paths: tuple[str, ...], log_dir: str | None, fm
             diag(str(exc))
             unreadable = True
             continue
+        if not parts:
+            diag(f"{t.given}: no partition directories in this log dir")
         for part in parts:
             label = t.given if t.kind == "partition" else str(Path(t.given) / part.name)
             try:
-                r = _seek(part, target, ckpt_dir, label, cache[ckpt_dir])
+                r = seek_partition(
+                    part, target, log_dir_path=ckpt_dir, label=label, log_dir_checkpoints=cache[ckpt_dir]
+                )
             except KdumpError as exc:
                 diag(f"{label}: {exc}")
                 unreadable = True
@@ -151,14 +158,6 @@ def seek_command(time_text: str, paths: tuple[str, ...], log_dir: str | None, fm
 
         seek_table(console, results)
     sys.exit(ExitCode.UNREADABLE if unreadable else ExitCode.OK)
-
-
-def _seek(
-    part: PartitionDir, target: SeekTarget, log_dir: Path | None, label: str, ckpt: LogDirCheckpoints
-) -> SeekResult:
-    from kdump.ops.seek import seek_partition
-
-    return seek_partition(part, target, log_dir_path=log_dir, label=label, log_dir_checkpoints=ckpt)
 
 
 def _print(r: SeekResult, fmt: str) -> None:

@@ -88,6 +88,10 @@ def _checked(fn: Callable[[], bytes], name: str) -> bytes:
         return fn()
     except CodecError:
         raise
+    except MemoryError as exc:
+        # Under a memory limit a decompression bomb fails before `max_size` is reached; MemoryError
+        # carries no message, so say what happened. (Found by tests/test_memory_bound.py.)
+        raise CodecError(f"{name} payload expands beyond the memory available") from exc
     except Exception as exc:  # codec libraries raise their own assorted types
         raise CodecError(f"{name} payload does not decompress: {exc}") from exc
 

@@ -30,8 +30,8 @@ from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.safety import Journal, default_backup_dir, log_dir_lock
-from kdump.ops.segment_check import SegmentResult, check_segment
-from kdump.ops.verify import expected_aborts
+from kdump.ops.segment_check import SegmentResult
+from kdump.ops.verify import Progress, VerifyOptions, check_segments, expected_aborts
 from kdump.scan.index_checks import BatchSpan
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
@@ -252,14 +252,16 @@ def plan_segment(result: SegmentResult, aborts: Sequence[AbortedTxn], interval_b
     return SegmentPlan(seg, valid, tuple(changes))
 
 
-def plan_reindex(target: Target, *, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> list[ReindexPlan]:
+def plan_reindex(
+    target: Target, *, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, progress: Progress | None = None
+) -> list[ReindexPlan]:
     """Plan the rebuild for a target: a segment file, a partition directory or a log dir."""
     plans: list[ReindexPlan] = []
     if target.kind == "file":
         from kdump.ops.verify import _segments_of_file
 
         segments = _segments_of_file(target.path)
-        results = [check_segment(s, keep_spans=True) for s in segments]
+        results = list(check_segments(segments, VerifyOptions(), for_rebuild=True))
         # A lone segment: transactions that began in earlier segments are unknown (-1 fields).
         aborts = expected_aborts(results)
         plans.append(
@@ -267,15 +269,21 @@ def plan_reindex(target: Target, *, interval_bytes: int = DEFAULT_INDEX_INTERVAL
         )
         return plans
     for part in target.partitions():
-        plans.append(plan_partition(part, target.log_dir_path, interval_bytes=interval_bytes))
+        plans.append(
+            plan_partition(part, target.log_dir_path, interval_bytes=interval_bytes, progress=progress)
+        )
     return plans
 
 
 def plan_partition(
-    part: PartitionDir, log_dir: Path | None, *, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    part: PartitionDir,
+    log_dir: Path | None,
+    *,
+    interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    progress: Progress | None = None,
 ) -> ReindexPlan:
     """Plan the rebuild of every segment of a partition."""
-    results = [check_segment(s, keep_spans=True) for s in part.segments]
+    results = list(check_segments(part.segments, VerifyOptions(), progress, for_rebuild=True))
     return _plan(str(part.path), part.path, log_dir, results, expected_aborts(results), interval_bytes)
 
 

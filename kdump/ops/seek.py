@@ -19,12 +19,22 @@ largest `maxTimestampSoFar`, the first batch there whose maxTimestamp equals it,
 record of that batch carrying it.
 
 Cost follows the indexes, not the partition: a handful of index slots are read in place (binary
-search over the mapped file, never decoding it whole) and a few batches are framed. Nothing is
-trusted blindly: every index entry that decides the answer is checked against the log (a position
-must be a batch start holding offsets at or below the one looked up; a time index entry must be
-what the broker writes, the batch holding its offset carrying its timestamp). An entry that fails
-is reported with the `index-*`/`time-index-*` finding verify uses, and a scan of the log replaces
-it, so the answer is the one a broker with sound indexes gives.
+search over the mapped file, never decoding it whole) and a few batches are framed per segment the
+rule walks through. Nothing is trusted blindly, since index files carry no checksum:
+
+- a sample of each index's slots must rise with the slot, and zero slots at the end are accepted
+  only as an active segment's preallocation (both files sized from one `segment.index.bytes`);
+- an offset index position must start a valid batch holding offsets at or below the one looked up
+  (reading from there cannot skip the batch holding it);
+- a time index entry (T, O) must be what the broker writes: the batch holding O carries T and no
+  batch read before it does; and no batch the offset index points at after O may carry more than
+  the last entry's T (the broker offers the time index its running maximum with every offset
+  index entry), which catches a truncated or stale time index whatever the order of timestamps.
+
+An index that fails is reported with the `index-*`/`time-index-*` finding verify uses, and a scan
+of the log replaces it, so the answer is the one a broker with sound indexes gives. What these
+checks cannot see without reading the whole segment: an entry rewritten to name a real batch and
+its real timestamp where the broker would not have put it, in a stretch no check reads.
 """
 
 from __future__ import annotations
@@ -67,7 +77,7 @@ _INT64 = struct.Struct(">q")
 _V2_MAX_TIMESTAMP_POSITION = 35
 _V1_TIMESTAMP_POSITION = 18
 # A tail scan keeps up to this many batch headers, to find the batch holding an offset in it.
-_KEEP_BATCHES = 64
+_KEEP_BATCHES = 256
 # Scan findings below this severity (offset gaps after compaction, ...) are normal and not "met".
 _SCAN_FINDING_FLOOR = Severity.WARNING
 
@@ -226,6 +236,7 @@ class _Tail(NamedTuple):
     """What a scan of a segment's log found from some position to the end of its valid data."""
 
     start: int
+    first_batch: BatchHeader | None
     max_timestamp: int
     # The first batch carrying `max_timestamp` (the broker's offsetOfMaxTimestampSoFar batch).
     max_batch: BatchHeader | None
@@ -494,10 +505,12 @@ class _SegmentView:
 
     def scan_tail(self, position: int) -> _Tail:
         """Frame every batch from `position` to the end of the valid log."""
-        best, best_batch, last, v0 = -1, None, None, False
+        best, best_batch, first, last, v0 = -1, None, None, None, False
         summaries: list[ScanSummary] = []
         kept: list[BatchHeader] = []
         for h in self._scan(position, summaries):
+            if first is None:
+                first = h
             if h.max_timestamp > best:
                 best, best_batch = h.max_timestamp, h
             last = h
@@ -506,7 +519,7 @@ class _SegmentView:
                 kept.append(h)
         valid_end = summaries[-1].valid_bytes if summaries else position
         batches = tuple(kept) if len(kept) <= _KEEP_BATCHES else ()
-        return _Tail(position, best, best_batch, last, valid_end, v0, batches)
+        return _Tail(position, first, best, best_batch, last, valid_end, v0, batches)
 
     @cached_property
     def mtime_ms(self) -> int:
@@ -640,8 +653,7 @@ class _SegmentView:
             self.log, entry.position, len(self.log)
         ):
             tail = self.scan_tail(entry.position)
-            first = tail.batches[0] if tail.batches else None
-            if self._offset_entry_ok(slot, entry, first, entry.offset):
+            if self._offset_entry_ok(slot, entry, tail.first_batch, entry.offset):
                 return tail
         else:
             self._offset_entry_ok(slot, entry, None, entry.offset)
@@ -972,7 +984,7 @@ class _Run:
                     continue
                 return self._search(sv, t, lso, largest)
         self.notes.append(f"every segment's largest timestamp is before {t}: no record is at or after it")
-        return self.result("timestamp", t)
+        return self.result("timestamp", t, used_index=self.fallbacks == 0)
 
     def _search(self, sv: _SegmentView, t: int, lso: int, largest: _SegmentMax) -> SeekResult:
         if largest.used_mtime:
@@ -990,7 +1002,8 @@ class _Run:
             position = held.position
         else:
             position, _ = sv.locate(lookup)
-        used_index = self.fallbacks == fallbacks
+        # Both indexes of this segment were there and every entry used passed its checks.
+        used_index = self.fallbacks == fallbacks and sv.time_index is not None and sv.offset_index is not None
         saw_v0 = False
         for h in sv.batches_from(position):
             saw_v0 = saw_v0 or h.magic == 0

@@ -48,6 +48,7 @@ def check_segment(
     deep: bool = False,
     max_bytes: int | None = None,
     keep_spans: bool = False,
+    check_indexes: bool = True,
 ) -> SegmentResult:
     """Scan a segment's log and check its indexes against it. Never raises for bad bytes."""
     findings: list[Finding] = []
@@ -98,7 +99,7 @@ def check_segment(
     assert summary is not None
     spans = [s for s, size in pending if s.position + size <= summary.valid_bytes]
     table = BatchTable(spans)
-    if summary.stop_reason != StopReason.LIMIT:
+    if check_indexes and summary.stop_reason != StopReason.LIMIT:
         # Index entries past a --max-bytes prefix cannot be judged; only whole logs are checked.
         findings.extend(_check_indexes(segment, table, summary))
     txn_index = None

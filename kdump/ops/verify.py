@@ -77,7 +77,7 @@ def verify_targets(
         for part in target.partitions():
             units.append((str(part.path), "partition", part.path, part, part.segments))
     all_segments = [s for *_, segs in units for s in segs]
-    results = iter(_check_all(all_segments, options, progress))
+    results = iter(check_segments(all_segments, options, progress))
     for label, _kind, path, unit_part, segs in units:
         seg_results = [next(results) for _ in segs]
         if unit_part is not None:
@@ -109,8 +109,11 @@ def _segments_of_file(path: Path) -> list[Segment]:
     return [Segment(base, path, sibling(".index"), sibling(".timeindex"), sibling(".txnindex"))]
 
 
-def _check_one(args: tuple[Segment, bool, int | None]) -> SegmentResult:
-    segment, deep, max_bytes = args
+def _check_one(args: tuple[Segment, bool, int | None, bool]) -> SegmentResult:
+    segment, deep, max_bytes, for_rebuild = args
+    if for_rebuild:
+        # reindex needs the batches, not a judgement of the index files it is about to replace.
+        return check_segment(segment, deep=deep, max_bytes=max_bytes, keep_spans=True, check_indexes=False)
     return check_segment(segment, deep=deep, max_bytes=max_bytes)
 
 
@@ -121,11 +124,16 @@ def _segment_size(s: Segment) -> int:
         return 0
 
 
-def _check_all(
-    segments: Sequence[Segment], options: VerifyOptions, progress: Progress | None
+def check_segments(
+    segments: Sequence[Segment],
+    options: VerifyOptions,
+    progress: Progress | None = None,
+    *,
+    for_rebuild: bool = False,
 ) -> Iterator[SegmentResult]:
+    """Check segments in order, on every core when there is enough data to pay for the processes."""
     jobs = options.jobs or os.cpu_count() or 1
-    tasks = [(s, options.deep, options.max_bytes) for s in segments]
+    tasks = [(s, options.deep, options.max_bytes, for_rebuild) for s in segments]
     sizes = [_segment_size(s) for s in segments]
     if jobs > 1 and len(tasks) > 1 and sum(sizes) >= PARALLEL_THRESHOLD_BYTES:
         import multiprocessing

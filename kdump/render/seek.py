@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kdump.ops.seek import SeekResult
-from kdump.render.text import finding_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -73,7 +72,11 @@ def seek_lines(r: SeekResult) -> list[str]:
     """The answer's line, then its notes and the findings met, indented."""
     lines = [seek_line(r)]
     lines.extend(f"  note: {n}" for n in r.notes)
-    lines.extend(f"  {finding_line(f)}" for f in r.findings)
+    if r.findings:
+        # Imported only when needed: kdump.render.text pulls in the internal-topic decoders.
+        from kdump.render.text import finding_line
+
+        lines.extend(f"  {finding_line(f)}" for f in r.findings)
     return lines
 
 

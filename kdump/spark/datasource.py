@@ -47,7 +47,7 @@ import math
 import os
 import sys
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import accumulate, chain, pairwise
@@ -632,73 +632,82 @@ def _header_keys(keys: list[bytes]) -> Any:
 
 def _headers(hdrs: Sequence[tuple[tuple[bytes, bytes | None], ...]]) -> Any:
     """Record headers as Spark's `array<struct<key, value>>`; null (not empty) for a record with none."""
-    htype = headers_arrow_type()
+    htype = _HEADERS_TYPE
     lengths = [len(h) for h in hdrs]
     if not any(lengths):
         return pa.nulls(len(hdrs), htype)
-    pairs = list(chain.from_iterable(hdrs))
-    keys = _header_keys([k for k, _ in pairs])
-    values = pa.array([v for _, v in pairs], pa.binary())
+    hkeys, hvalues = zip(*chain.from_iterable(hdrs), strict=True)
+    keys = _header_keys(list(hkeys))
+    values = pa.array(hvalues, pa.binary())
     struct = pa.StructArray.from_arrays([keys, values], fields=list(htype.value_type))
     offsets = pa.array(list(accumulate(lengths, initial=0)), pa.int32())
     mask = pa.array([n == 0 for n in lengths], pa.bool_())
     return pa.ListArray.from_arrays(offsets, struct, type=htype, mask=mask)
 
 
-def _constant(value: Any, n: int, kind: Any) -> Any:
-    return pa.nulls(n, kind) if value is None else pa.repeat(pa.scalar(value, kind), n)
+# Per-batch columns of record rows (repeated for each record of the batch), and their types.
+_RECORD_BATCH_FIELDS: tuple[tuple[str, Callable[[SegmentSlice, BatchHeader], Any], Any], ...] = (
+    ("topic", lambda s, h: s.topic, pa.string()),
+    ("partition", lambda s, h: s.partition, pa.int32()),
+    ("timestampType", lambda s, h: h.timestamp_type, pa.int32()),
+    ("segment", lambda s, h: s.log, pa.string()),
+    ("batchPosition", lambda s, h: h.position, pa.int64()),
+    ("baseOffset", lambda s, h: h.last_offset if h.base_offset is None else h.base_offset, pa.int64()),
+    ("lastOffset", lambda s, h: h.last_offset, pa.int64()),
+    ("producerId", lambda s, h: h.producer_id, pa.int64()),
+    ("producerEpoch", lambda s, h: h.producer_epoch, pa.int16()),
+    ("baseSequence", lambda s, h: h.base_sequence, pa.int32()),
+    ("isTransactional", lambda s, h: h.is_transactional, pa.bool_()),
+    ("isControl", lambda s, h: h.is_control, pa.bool_()),
+    ("partitionLeaderEpoch", lambda s, h: h.partition_leader_epoch, pa.int32()),
+    ("codec", lambda s, h: codec_label(h.compression), pa.string()),
+    ("crcOk", lambda s, h: h.crc_ok, pa.bool_()),
+    ("magic", lambda s, h: h.magic, pa.int8()),
+)
+_RECORD_SCHEMA = arrow_schema(RECORD_COLUMNS)
+_BATCH_SCHEMA = arrow_schema(BATCH_COLUMNS)
+_FINDING_SCHEMA = arrow_schema(FINDING_COLUMNS)
+_HEADERS_TYPE = headers_arrow_type()
+_BATCH_STRUCT = pa.struct([pa.field(name, kind) for name, _, kind in _RECORD_BATCH_FIELDS])
 
 
 class _RecordChunk:
-    """Records of whole batches gathered until an Arrow batch is due."""
+    """Records of whole batches (of one or more slices) gathered until an Arrow batch is due."""
 
     __slots__ = ("batches", "index", "records")
 
     def __init__(self) -> None:
         self.records: list[Any] = []
         self.index: list[int] = []
-        self.batches: list[BatchHeader] = []
+        self.batches: list[tuple[SegmentSlice, BatchHeader]] = []
 
-    def add(self, h: BatchHeader, records: list[Any]) -> None:
+    def add(self, part: SegmentSlice, h: BatchHeader, records: list[Any]) -> None:
         self.index.extend([len(self.batches)] * len(records))
-        self.batches.append(h)
+        self.batches.append((part, h))
         self.records.extend(records)
 
-    def to_arrow(self, part: SegmentSlice, schema: Any) -> Any:
-        n = len(self.records)
+    def to_arrow(self) -> Any:
+        """One `RecordBatch` of `RECORD_COLUMNS`: per-record columns from the records, per-batch
+        columns built once per batch and repeated with a single `take`."""
         offsets, timestamps, keys, values, headers = list(zip(*self.records, strict=False))[:5]
-        hs = self.batches
-        take = pa.array(self.index, pa.int32())
-
-        def per_batch(values: list[Any], kind: Any) -> Any:
-            return pa.array(values, kind).take(take)
-
-        columns = [
-            pa.array(keys, pa.binary()),
-            pa.array(values, pa.binary()),
-            _constant(part.topic, n, pa.string()),
-            _constant(part.partition, n, pa.int32()),
-            pa.array(offsets, pa.int64()),
-            _timestamps(timestamps),
-            per_batch([h.timestamp_type for h in hs], pa.int32()),
-            _headers(headers),
-            _constant(part.log, n, pa.string()),
-            per_batch([h.position for h in hs], pa.int64()),
-            per_batch(
-                [h.base_offset if h.base_offset is not None else h.last_offset for h in hs], pa.int64()
-            ),
-            per_batch([h.last_offset for h in hs], pa.int64()),
-            per_batch([h.producer_id for h in hs], pa.int64()),
-            per_batch([h.producer_epoch for h in hs], pa.int16()),
-            per_batch([h.base_sequence for h in hs], pa.int32()),
-            per_batch([h.is_transactional for h in hs], pa.bool_()),
-            per_batch([h.is_control for h in hs], pa.bool_()),
-            per_batch([h.partition_leader_epoch for h in hs], pa.int32()),
-            per_batch([codec_label(h.compression) for h in hs], pa.string()),
-            per_batch([h.crc_ok for h in hs], pa.bool_()),
-            per_batch([h.magic for h in hs], pa.int8()),
-        ]
-        return pa.RecordBatch.from_arrays(columns, schema=schema)
+        per_batch = pa.StructArray.from_arrays(
+            [pa.array([get(s, h) for s, h in self.batches], kind) for _, get, kind in _RECORD_BATCH_FIELDS],
+            fields=list(_BATCH_STRUCT),
+        )
+        repeated = dict(
+            zip(_BATCH_STRUCT.names, per_batch.take(pa.array(self.index, pa.int32())).flatten(), strict=True)
+        )
+        columns = {
+            "key": pa.array(keys, pa.binary()),
+            "value": pa.array(values, pa.binary()),
+            "offset": pa.array(offsets, pa.int64()),
+            "timestamp": _timestamps(timestamps),
+            "headers": _headers(headers),
+            **repeated,
+        }
+        return pa.RecordBatch.from_arrays(
+            [columns[name] for name in _RECORD_SCHEMA.names], schema=_RECORD_SCHEMA
+        )
 
 
 def _scan_slice(buf: memoryview, part: SegmentSlice) -> Iterator[BatchHeader]:
@@ -715,48 +724,57 @@ def _scan_slice(buf: memoryview, part: SegmentSlice) -> Iterator[BatchHeader]:
             yield ev
 
 
-def read_records(part: SegmentSlice, bounds: Bounds, batch_rows: int) -> Iterator[Any]:
-    """Arrow batches of the records of one slice."""
-    schema = arrow_schema(RECORD_COLUMNS)
+def _readable_batches(
+    slices: Iterable[SegmentSlice],
+) -> Iterator[tuple[SegmentSlice, memoryview, BatchHeader]]:
+    """Every batch of the slices, with its open buffer; a file that cannot be opened is skipped."""
+    for part in slices:
+        try:
+            with open_buffer(part.log) as buf:
+                for h in _scan_slice(buf, part):
+                    yield part, buf, h
+        except PathError as exc:
+            log.warning("kdump: cannot read %s: %s", part.log, exc)
+
+
+def read_records(slices: Iterable[SegmentSlice], bounds: Bounds, batch_rows: int) -> Iterator[Any]:
+    """Arrow batches of the records of the slices of one task."""
     exact = bounds.on_records
-    with open_buffer(part.log) as buf:
-        chunk = _RecordChunk()
-        for h in _scan_slice(buf, part):
-            if exact and not bounds.keeps_batch(h):
-                continue
-            records, _findings = decode_batch_records(buf, h, part.log)
-            if exact:
-                records = [r for r in records if bounds.keeps_record(r.offset, r.timestamp)]
-            if not records:
-                continue
-            chunk.add(h, records)
-            if len(chunk.records) >= batch_rows:
-                yield chunk.to_arrow(part, schema)
-                chunk = _RecordChunk()
-        if chunk.records:
-            yield chunk.to_arrow(part, schema)
+    chunk = _RecordChunk()
+    for part, buf, h in _readable_batches(slices):
+        if exact and not bounds.keeps_batch(h):
+            continue
+        records, _findings = decode_batch_records(buf, h, part.log)
+        if exact:
+            records = [r for r in records if bounds.keeps_record(r.offset, r.timestamp)]
+        if not records:
+            continue
+        chunk.add(part, h, records)
+        if len(chunk.records) >= batch_rows:
+            yield chunk.to_arrow()
+            chunk = _RecordChunk()
+    if chunk.records:
+        yield chunk.to_arrow()
 
 
-def read_batches(part: SegmentSlice, batch_rows: int) -> Iterator[Any]:
-    """Arrow batches of the batch headers of one slice."""
-    schema = arrow_schema(BATCH_COLUMNS)
-    with open_buffer(part.log) as buf:
-        headers: list[BatchHeader] = []
-        for h in _scan_slice(buf, part):
-            headers.append(h)
-            if len(headers) >= batch_rows:
-                yield _batches_to_arrow(headers, part, schema)
-                headers = []
-        if headers:
-            yield _batches_to_arrow(headers, part, schema)
+def read_batches(slices: Iterable[SegmentSlice], batch_rows: int) -> Iterator[Any]:
+    """Arrow batches of the batch headers of the slices of one task."""
+    headers: list[tuple[SegmentSlice, BatchHeader]] = []
+    for part, _buf, h in _readable_batches(slices):
+        headers.append((part, h))
+        if len(headers) >= batch_rows:
+            yield _batches_to_arrow(headers)
+            headers = []
+    if headers:
+        yield _batches_to_arrow(headers)
 
 
-def _batches_to_arrow(hs: list[BatchHeader], part: SegmentSlice, schema: Any) -> Any:
-    n = len(hs)
+def _batches_to_arrow(rows: list[tuple[SegmentSlice, BatchHeader]]) -> Any:
+    hs = [h for _, h in rows]
     columns = [
-        _constant(part.topic, n, pa.string()),
-        _constant(part.partition, n, pa.int32()),
-        _constant(part.log, n, pa.string()),
+        pa.array([s.topic for s, _ in rows], pa.string()),
+        pa.array([s.partition for s, _ in rows], pa.int32()),
+        pa.array([s.log for s, _ in rows], pa.string()),
         pa.array([h.position for h in hs], pa.int64()),
         pa.array([h.base_offset if h.base_offset is not None else h.last_offset for h in hs], pa.int64()),
         pa.array([h.last_offset for h in hs], pa.int64()),
@@ -779,7 +797,7 @@ def _batches_to_arrow(hs: list[BatchHeader], part: SegmentSlice, schema: Any) ->
         pa.array([h.is_control for h in hs], pa.bool_()),
         pa.array([h.delete_horizon_ms for h in hs], pa.int64()),
     ]
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
+    return pa.RecordBatch.from_arrays(columns, schema=_BATCH_SCHEMA)
 
 
 def read_findings(unit: FindingsUnit, deep: bool) -> Iterator[Any]:
@@ -798,7 +816,7 @@ def read_findings(unit: FindingsUnit, deep: bool) -> Iterator[Any]:
         report = partition_report(unit.part, results, unit.label)
         rows = finding_rows(report.findings, report.label, report.kind)
     if rows:
-        yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema(FINDING_COLUMNS))
+        yield pa.RecordBatch.from_pylist(rows, schema=_FINDING_SCHEMA)
 
 
 # --- the data source ---------------------------------------------------------------------------
@@ -849,14 +867,10 @@ class KdumpReader(DataSourceReader):
         collecting = gc.isenabled()
         gc.disable()
         try:
-            for part in partition.slices:
-                try:
-                    if opts.level == "batches":
-                        yield from read_batches(part, opts.batch_rows)
-                    else:
-                        yield from read_records(part, self.bounds, opts.batch_rows)
-                except PathError as exc:
-                    log.warning("kdump: cannot read %s: %s", part.log, exc)
+            if opts.level == "batches":
+                yield from read_batches(partition.slices, opts.batch_rows)
+            else:
+                yield from read_records(partition.slices, self.bounds, opts.batch_rows)
         finally:
             if collecting:
                 gc.enable()

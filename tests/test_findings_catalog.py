@@ -1,0 +1,92 @@
+"""The findings catalog is fully tested and fully documented.
+
+Every code in `kdump.findings.CATALOG` must be produced by at least one test (the union of the
+`COVERED_CODES` sets of tests/ops/test_verify_findings.py and tests/scan/test_scanner_findings.py,
+plus that of any other test module declaring a module-level `COVERED_CODES`, for codes outside
+verify and the scanner) and described in `man/kdump-findings.7`. Adding a code without a test or
+without documentation fails here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from kdump.findings import CATALOG, Severity
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+COVERING_MODULES = {
+    "verify": TESTS / "ops" / "test_verify_findings.py",
+    "scanner": TESTS / "scan" / "test_scanner_findings.py",
+}
+MAN_PAGE = REPO / "man" / "kdump-findings.7"
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_findings_catalog_{name}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _other_covering_modules() -> list[Path]:
+    """Test modules besides the two above that declare a module-level COVERED_CODES."""
+    declared = re.compile(r"^COVERED_CODES\b\s*(?::[^=]*)?=", re.MULTILINE)
+    required = set(COVERING_MODULES.values()) | {Path(__file__).resolve()}
+    return [
+        p
+        for p in sorted(TESTS.rglob("test_*.py"))
+        if p.resolve() not in required and declared.search(p.read_text(encoding="utf-8"))
+    ]
+
+
+def _covered(name: str, path: Path | None = None) -> set[str]:
+    path = path or COVERING_MODULES[name]
+    if not path.exists():
+        pytest.fail(f"{path.relative_to(REPO)} does not exist yet: it must define COVERED_CODES")
+    codes = getattr(_load(name, path), "COVERED_CODES", None)
+    assert isinstance(codes, (set, frozenset)), f"{path.relative_to(REPO)} must define a set COVERED_CODES"
+    return set(codes)
+
+
+def test_catalog_is_well_formed() -> None:
+    assert len(CATALOG) >= 30
+    for code, kind in CATALOG.items():
+        assert code == kind.code
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", code), code
+        assert isinstance(kind.severity, Severity)
+        assert kind.meaning
+        assert kind.broker
+        assert kind.where
+        assert kind.repair is None or kind.repair.startswith("kdump ")
+
+
+def test_verify_findings_cover_only_catalogued_codes() -> None:
+    assert _covered("verify") <= set(CATALOG)
+
+
+def test_every_catalogued_code_is_covered_by_a_test() -> None:
+    covered = _covered("verify") | _covered("scanner")
+    for path in _other_covering_modules():
+        covered |= _covered(path.stem, path)
+    assert covered - set(CATALOG) == set(), "COVERED_CODES name codes the catalog lacks"
+    missing = set(CATALOG) - covered
+    assert missing == set(), (
+        f"codes no test declares in a COVERED_CODES set: {sorted(missing)} (add the code to the "
+        "COVERED_CODES of the test module that produces it)"
+    )
+
+
+def test_every_catalogued_code_is_in_the_findings_man_page() -> None:
+    if not MAN_PAGE.exists():
+        pytest.skip(f"{MAN_PAGE.relative_to(REPO)} is not written yet")
+    text = MAN_PAGE.read_text(encoding="utf-8").replace("\\-", "-")  # roff escapes hyphens
+    missing = [code for code in CATALOG if not re.search(rf"(?<![\w-]){re.escape(code)}(?![\w-])", text)]
+    assert missing == [], f"codes missing from {MAN_PAGE.name}: {missing}"
