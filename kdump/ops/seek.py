@@ -157,6 +157,7 @@ class SeekResult:
         """The JSON object of `kdump seek-by-time --format json` (documented in its man page)."""
         return {
             "type": "seek",
+            "file": self.partition,
             "partition": self.partition,
             "target": self.target,
             "target_timestamp": self.target_timestamp,

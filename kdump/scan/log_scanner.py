@@ -66,8 +66,47 @@ def _min_length(magic: int) -> int:
     return MIN_BATCH_LENGTH
 
 
+_V2_FIELDS = struct.Struct(">qiibIhi8x8xqhii")  # through recordsCount, skipping the timestamps
+_LEGACY_FIELDS = struct.Struct(">qiIbB")
+
+
+def _structurally_plausible(buf: Buffer, q: int, length: int, magic: int) -> bool:
+    """Cheap header checks that random bytes almost never pass, made before any checksum.
+
+    Without them a resync through dense garbage would checksum every candidate's claimed length,
+    which grows with the square of the garbage's size.
+    """
+    if magic == 2:
+        if length < V2_HEADER_SIZE - LOG_OVERHEAD:
+            return False
+        base, _len, _epoch, _magic, _crc, attributes, delta, producer_id, producer_epoch, base_seq, count = (
+            _V2_FIELDS.unpack_from(buf, q)
+        )
+        # Kafka writes attribute bits 7..15 as zero and codecs 0..4; offsets and counts are sane.
+        return (
+            attributes & ~0x7F == 0
+            and attributes & 0x07 <= 4
+            and base >= 0
+            and 0 <= count <= delta + 1
+            and producer_id >= -1
+            and producer_epoch >= -1
+            and base_seq >= -1
+        )
+    offset, _len, _crc, _magic, attributes = _LEGACY_FIELDS.unpack_from(buf, q)
+    if offset < 0 or attributes & ~0x0F or attributes & 0x07 > 3:
+        return False
+    # A legacy message's key and value lengths account for its length exactly.
+    pos = q + LOG_OVERHEAD + (V1_RECORD_OVERHEAD if magic == 1 else MIN_BATCH_LENGTH) - 8
+    end = q + LOG_OVERHEAD + length
+    (key_len,) = _LENGTH.unpack_from(buf, pos)
+    if key_len < -1 or pos + 4 + max(key_len, 0) + 4 > end:
+        return False
+    (value_len,) = _LENGTH.unpack_from(buf, pos + 4 + max(key_len, 0))
+    return value_len >= -1 and pos + 8 + max(key_len, 0) + max(value_len, 0) == end
+
+
 def plausible_entry_at(buf: Buffer, q: int, end: int) -> bool:
-    """Whether a checksum-valid entry with a sane length starts at `q` and ends by `end`."""
+    """Whether a checksum-valid entry with a sane header and length starts at `q` and ends by `end`."""
     if q + HEADER_SIZE_UP_TO_MAGIC >= end:
         return False
     magic = buf[q + 16]
@@ -75,6 +114,8 @@ def plausible_entry_at(buf: Buffer, q: int, end: int) -> bool:
         return False
     (length,) = _LENGTH.unpack_from(buf, q + 8)
     if length < _min_length(magic) or q + LOG_OVERHEAD + length > end:
+        return False
+    if not _structurally_plausible(buf, q, length, magic):
         return False
     size = length + LOG_OVERHEAD
     stored = struct.unpack_from(">I", buf, q + (17 if magic == 2 else 12))[0]
