@@ -83,7 +83,7 @@ def _structurally_plausible(buf: Buffer, q: int, length: int, magic: int) -> boo
             _V2_FIELDS.unpack_from(buf, q)
         )
         # Kafka writes attribute bits 7..15 as zero and codecs 0..4; offsets and counts are sane.
-        return (
+        return bool(
             attributes & ~0x7F == 0
             and attributes & 0x07 <= 4
             and base >= 0
@@ -102,7 +102,7 @@ def _structurally_plausible(buf: Buffer, q: int, length: int, magic: int) -> boo
     if key_len < -1 or pos + 4 + max(key_len, 0) + 4 > end:
         return False
     (value_len,) = _LENGTH.unpack_from(buf, pos + 4 + max(key_len, 0))
-    return value_len >= -1 and pos + 8 + max(key_len, 0) + max(value_len, 0) == end
+    return bool(value_len >= -1 and pos + 8 + max(key_len, 0) + max(value_len, 0) == end)
 
 
 def plausible_entry_at(buf: Buffer, q: int, end: int) -> bool:
