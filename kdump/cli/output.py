@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from typing import Any, TypeVar
 
 import click
+
+from kdump.model.log_dir import Target
 
 FORMATS = ("text", "json", "rich")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -33,3 +37,35 @@ def resolve_format(fmt: str | None) -> str:
 def diag(message: str) -> None:
     """A diagnostic line on stderr."""
     click.echo(f"kdump: {message}", err=True)
+
+
+def progress_bar(
+    stack: ExitStack, targets: list[Target], fmt: str, label: str
+) -> Callable[[int], None] | None:
+    """A progress bar on stderr for long runs at a terminal; never in JSON mode."""
+    if fmt == "json" or not sys.stderr.isatty():
+        return None
+    total = 0
+    for t in targets:
+        for root, _dirs, files in (
+            os.walk(t.path) if t.kind != "file" else [(str(t.path.parent), [], [t.path.name])]
+        ):
+            total += sum(os.path.getsize(os.path.join(root, n)) for n in files if n.endswith(".log"))
+    if total < (256 << 20):
+        return None
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    from kdump.render.rich_tty import make_console
+
+    bar = stack.enter_context(
+        Progress(
+            label,
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            console=make_console(sys.stderr, stderr=True),
+            transient=True,
+        )
+    )
+    task = bar.add_task("verify", total=total)
+    return lambda n: bar.advance(task, n)

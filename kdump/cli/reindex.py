@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import format_option, resolve_format
+from kdump.cli.output import format_option, progress_bar, resolve_format
 from kdump.cli.repair import check_backup_dir, discover_all, repair_options, write_rows
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, ReindexPlan, apply_reindex, plan_reindex
 
@@ -47,8 +48,10 @@ def reindex_command(
     check_backup_dir(backup_dir)
     targets, failed = discover_all(paths)
     plans: list[ReindexPlan] = []
-    for t in targets:
-        plans.extend(plan_reindex(t, interval_bytes=index_interval_bytes))
+    with ExitStack() as stack:
+        progress = progress_bar(stack, targets, fmt, "reading")
+        for t in targets:
+            plans.extend(plan_reindex(t, interval_bytes=index_interval_bytes, progress=progress))
     pending = sum(len(p.changes) for p in plans)
     rows = []
     for plan in plans:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -13,7 +11,7 @@ from typing import Any
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, format_option, resolve_format
+from kdump.cli.output import diag, format_option, progress_bar, resolve_format
 from kdump.errors import KdumpError
 from kdump.findings import Severity
 from kdump.model.log_dir import Target, discover
@@ -104,7 +102,7 @@ def verify_command(
         if master is not None or output is not None:
             raise click.UsageError("--master and --output go with --engine spark")
         with ExitStack() as stack:
-            progress = _progress(stack, targets, fmt)
+            progress = progress_bar(stack, targets, fmt, "verifying")
             reports = []
             printer = _Printer(fmt)
             for report in verify_targets(targets, options, progress):
@@ -186,33 +184,3 @@ def _print_reports(
             f"exit {code}\n"
         )
     sys.stdout.flush()
-
-
-def _progress(stack: ExitStack, targets: list[Target], fmt: str) -> Callable[[int], None] | None:
-    """A progress bar on stderr for long runs at a terminal; never in JSON mode."""
-    if fmt == "json" or not sys.stderr.isatty():
-        return None
-    total = 0
-    for t in targets:
-        for root, _dirs, files in (
-            os.walk(t.path) if t.kind != "file" else [(str(t.path.parent), [], [t.path.name])]
-        ):
-            total += sum(os.path.getsize(os.path.join(root, n)) for n in files if n.endswith(".log"))
-    if total < (256 << 20):
-        return None
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-
-    from kdump.render.rich_tty import make_console
-
-    bar = stack.enter_context(
-        Progress(
-            "verifying",
-            BarColumn(),
-            DownloadColumn(),
-            TimeRemainingColumn(),
-            console=make_console(sys.stderr, stderr=True),
-            transient=True,
-        )
-    )
-    task = bar.add_task("verify", total=total)
-    return lambda n: bar.advance(task, n)
