@@ -34,6 +34,10 @@ def decode_varint(data: Buffer, position: int, max_bytes: int = 5) -> tuple[int,
         b = data[position + i]
         raw |= (b & 0x7F) << shift
         if b < 0x80:
+            # Kafka accumulates into a Java int (long): the bits of a 5th (10th) byte beyond 32 (64) are
+            # dropped, so the value always fits its field; without this, 5 bytes decoded to up to 2**34.
+            # (Found by tests/fuzz.)
+            raw &= 0xFFFFFFFF if max_bytes <= 5 else 0xFFFFFFFFFFFFFFFF
             return (raw >> 1) ^ -(raw & 1), position + i + 1
         shift += 7
     raise CorruptFieldError(f"varint at position {position} is longer than {max_bytes} bytes")

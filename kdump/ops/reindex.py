@@ -258,9 +258,9 @@ def plan_reindex(
     """Plan the rebuild for a target: a segment file, a partition directory or a log dir."""
     plans: list[ReindexPlan] = []
     if target.kind == "file":
-        from kdump.ops.verify import _segments_of_file
+        from kdump.ops.verify import segments_of_file
 
-        segments = _segments_of_file(target.path)
+        segments = segments_of_file(target.path)
         results = list(check_segments(segments, VerifyOptions(), for_rebuild=True))
         # A lone segment: transactions that began in earlier segments are unknown (-1 fields).
         aborts = expected_aborts(results)

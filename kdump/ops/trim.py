@@ -120,9 +120,9 @@ def plan_trim_tail(
 ) -> list[TrimPlan]:
     """Plan the trim for each partition of a target (or the one segment file given)."""
     if target.kind == "file":
-        from kdump.ops.verify import _segments_of_file
+        from kdump.ops.verify import segments_of_file
 
-        segs = _segments_of_file(target.path)
+        segs = segments_of_file(target.path)
         if not segs:
             raise RefusedError(f"{target.given} is not a segment .log file")
         return [_plan_segments(target.given, target.path.parent, target.log_dir_path, segs, to_offset, False)]

@@ -72,7 +72,7 @@ def verify_targets(
     units: list[tuple[str, str, Path, PartitionDir | None, list[Segment]]] = []
     for target in targets:
         if target.kind == "file":
-            units.append((target.given, "file", target.path, None, _segments_of_file(target.path)))
+            units.append((target.given, "file", target.path, None, segments_of_file(target.path)))
             continue
         for part in target.partitions():
             units.append((str(part.path), "partition", part.path, part, part.segments))
@@ -86,7 +86,8 @@ def verify_targets(
             yield file_report(label, path, seg_results)
 
 
-def _segments_of_file(path: Path) -> list[Segment]:
+def segments_of_file(path: Path) -> list[Segment]:
+    """The segment a file given alone belongs to (its .log, or the .log beside an index file)."""
     kind = file_kind(path)
     base = segment_base_offset(path)
     if kind in ("index", "timeindex", "txnindex") and base is not None and path.name.endswith(f".{kind}"):

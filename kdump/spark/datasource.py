@@ -15,6 +15,8 @@ Options (case-insensitive):
 - `splitBytes` (default 64 MiB): a segment larger than this is read by several tasks, split at
   batch boundaries taken from its offset index; each boundary must be the start of a
   checksum-valid batch, otherwise the boundaries come from walking the batch length fields.
+- `packBytes` (default 4 MiB): segments (and, at level findings, partition directories) smaller
+  than this share a task with their neighbours, up to about this many bytes; 0: a task each.
 - `batchRows` (default 10000): rows per Arrow batch handed to Spark.
 - `fromOffset`, `toOffset`, `fromTimestamp`, `toTimestamp`: inclusive record ranges (timestamps as
   epoch milliseconds or ISO 8601, UTC unless an offset is given) applied by the reader itself.
@@ -23,15 +25,18 @@ Options (case-insensitive):
 
 Planning: one task per segment (per slice of a large segment) at levels records and batches, one
 task per partition directory at level findings (its checks span the segments; `kdump verify
---engine spark` spreads the segments of a partition over tasks instead).
+--engine spark` spreads the segments of a partition over tasks instead). Spark's cost per task
+(tens of milliseconds) would dwarf the work of a small segment, hence `packBytes`. Each slice is
+scanned forensically from its start over the whole file and owns the batches starting before its
+end, so it frames and resyncs exactly as a whole-file scan does.
 
 Filter pushdown: with `spark.sql.python.filterPushdown.enabled=true`, comparisons of `offset`,
 `timestamp`, `topic` and `partition` with literals prune whole segments and slices (segment
 offset ranges come from the file names, as the broker's own lookups assume) and let the reader skip
 batches without decompressing them (by the offsets and, for checksum-valid batches, the
 maxTimestamp of their header). Spark still applies every filter itself, so pushdown only saves
-work. With the setting off (Spark's default) the reader does not declare `pushFilters`, so
-queries run unchanged, without pruning.
+work (the `from*`/`to*` options prune the same way). With the setting off (Spark's default) the
+reader does not declare `pushFilters`, so queries run unchanged, without pruning.
 
 Damage never fails a job: a damaged batch is still read (`crcOk` false) as far as its records
 decode, an unreadable file yields no rows at levels records and batches (and a warning in the
@@ -79,7 +84,7 @@ from kdump.model.log_dir import Target, discover
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.segment_check import check_segment
-from kdump.ops.verify import _segments_of_file, file_report, partition_report
+from kdump.ops.verify import file_report, partition_report, segments_of_file
 from kdump.render.rows import codec_label
 from kdump.scan.log_scanner import decode_batch_records, find_next_entry, plausible_entry_at, scan_log
 from kdump.scan.source import open_buffer
@@ -452,7 +457,7 @@ def plan_slices(options: ReadOptions) -> list[SegmentSlice]:
         groups: list[tuple[str | None, int | None, list[Segment], list[Segment]]] = []
         if target.kind == "file":
             topic, partition = _topic_partition(target.path.resolve().parent)
-            groups.append((topic, partition, _segments_of_file(target.path), []))
+            groups.append((topic, partition, segments_of_file(target.path), []))
         else:
             try:
                 parts = target.partitions()
@@ -594,7 +599,7 @@ def plan_findings(options: ReadOptions) -> list[FindingsUnit]:
             units.append(FindingsUnit(target[0], "unreadable", target[0], error=target[1]))
             continue
         if target.kind == "file":
-            size = _log_bytes(_segments_of_file(target.path))
+            size = _log_bytes(segments_of_file(target.path))
             units.append(FindingsUnit(target.given, "file", str(target.path), size=size))
             continue
         try:
@@ -807,7 +812,7 @@ def read_findings(unit: FindingsUnit, deep: bool) -> Iterator[Any]:
         rows = finding_rows([f], unit.label, "file")
     elif unit.kind == "file":
         path = Path(unit.path)
-        results = [check_segment(s, deep=deep) for s in _segments_of_file(path)]
+        results = [check_segment(s, deep=deep) for s in segments_of_file(path)]
         report = file_report(unit.label, path, results)
         rows = finding_rows(report.findings, report.label, report.kind)
     else:

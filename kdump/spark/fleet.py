@@ -26,7 +26,7 @@ from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.segment_check import SegmentResult, check_segment
-from kdump.ops.verify import PartitionReport, VerifyOptions, _segments_of_file, file_report, partition_report
+from kdump.ops.verify import PartitionReport, VerifyOptions, file_report, partition_report, segments_of_file
 
 __all__ = ["FleetUnit", "fleet_units", "run_fleet_verify", "write_output"]
 
@@ -43,7 +43,7 @@ def fleet_units(targets: Iterable[Target]) -> list[FleetUnit]:
     units: list[FleetUnit] = []
     for target in targets:
         if target.kind == "file":
-            units.append((target.given, "file", target.path, None, _segments_of_file(target.path)))
+            units.append((target.given, "file", target.path, None, segments_of_file(target.path)))
             continue
         for part in target.partitions():
             units.append((str(part.path), "partition", part.path, part, part.segments))
