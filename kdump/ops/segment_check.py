@@ -6,6 +6,7 @@ picklable `Segment`, reads only that segment's files, and returns a picklable `S
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,8 +55,12 @@ def check_segment(
     findings: list[Finding] = []
     assert segment.log is not None
     log_label = str(segment.log)
-    spans: list[BatchSpan] = []
-    pending: list[tuple[BatchSpan, int]] = []
+    # Columns of the checksum-valid batches (lists, not a tuple per batch: this runs per batch).
+    positions: list[int] = []
+    bases: list[int] = []
+    lasts: list[int] = []
+    max_timestamps: list[int] = []
+    ends: list[int] = []
     epochs: list[tuple[int, int]] = []
     txn_events: list[tuple[str, int, int]] = []
     open_txn: set[int] = set()
@@ -76,7 +81,11 @@ def check_segment(
                     if not ev.crc_ok:
                         continue
                     base = ev.base_offset if ev.base_offset is not None else ev.last_offset
-                    pending.append((BatchSpan(ev.position, base, ev.last_offset, ev.max_timestamp), ev.size))
+                    positions.append(ev.position)
+                    bases.append(base)
+                    lasts.append(ev.last_offset)
+                    max_timestamps.append(ev.max_timestamp)
+                    ends.append(ev.position + ev.size)
                     if ev.partition_leader_epoch > last_epoch:
                         last_epoch = ev.partition_leader_epoch
                         epochs.append((last_epoch, base))
@@ -97,8 +106,16 @@ def check_segment(
         findings.append(make_finding("unreadable-file", log_label, str(exc)))
         return SegmentResult(segment, None, tuple(findings))
     assert summary is not None
-    spans = [s for s, size in pending if s.position + size <= summary.valid_bytes]
-    table = BatchTable(spans)
+    # Only batches inside the valid prefix (what recovery keeps) count for the indexes.
+    keep = bisect.bisect_right(ends, summary.valid_bytes) if ends == sorted(ends) else None
+    if keep is None:
+        kept = [i for i, e in enumerate(ends) if e <= summary.valid_bytes]
+        positions, bases, lasts, max_timestamps = (
+            [col[i] for i in kept] for col in (positions, bases, lasts, max_timestamps)
+        )
+    else:
+        del positions[keep:], bases[keep:], lasts[keep:], max_timestamps[keep:]
+    table = BatchTable.from_columns(positions, bases, lasts, max_timestamps)
     if check_indexes and summary.stop_reason != StopReason.LIMIT:
         # Index entries past a --max-bytes prefix cannot be judged; only whole logs are checked.
         findings.extend(_check_indexes(segment, table, summary))
@@ -115,7 +132,7 @@ def check_segment(
         tuple(epochs),
         tuple(txn_events),
         txn_index,
-        tuple(spans) if keep_spans else (),
+        tuple(table.spans) if keep_spans else (),
     )
 
 

@@ -45,23 +45,54 @@ class BatchSpan(NamedTuple):
 
 
 class BatchTable:
-    """Batches of a segment's valid prefix, searchable by position and by offset."""
+    """Batches of a segment's valid prefix as columns, searchable by position and by offset."""
 
     def __init__(self, spans: Sequence[BatchSpan]) -> None:
-        self.spans = list(spans)
-        positions, _bases, last_offsets, max_timestamps = (
-            zip(*self.spans, strict=True) if self.spans else ((),) * 4
-        )
-        self.positions: list[int] = list(positions)
-        self.last_offsets: list[int] = list(last_offsets)
-        self.position_set = set(self.positions)
+        columns = list(zip(*spans, strict=True)) if spans else [(), (), (), ()]
+        self._init(*(list(c) for c in columns))
+
+    @classmethod
+    def from_columns(
+        cls, positions: list[int], base_offsets: list[int], last_offsets: list[int], max_timestamps: list[int]
+    ) -> BatchTable:
+        """Build from parallel lists (what a scan collects without a tuple per batch)."""
+        table = cls.__new__(cls)
+        table._init(positions, base_offsets, last_offsets, max_timestamps)
+        return table
+
+    def _init(
+        self,
+        positions: list[int],
+        base_offsets: list[int],
+        last_offsets: list[int],
+        max_timestamps: list[int],
+    ) -> None:
+        self.positions = positions
+        self.base_offsets = base_offsets
+        self.last_offsets = last_offsets
+        self.max_timestamps = max_timestamps
+        self.position_set = set(positions)
         # The largest timestamp up to and including each batch.
         self.prefix_max: list[int] = list(itertools.accumulate(max_timestamps, max, initial=-1))[1:]
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def span(self, i: int) -> BatchSpan:
+        """The i-th batch."""
+        return BatchSpan(
+            self.positions[i], self.base_offsets[i], self.last_offsets[i], self.max_timestamps[i]
+        )
+
+    @property
+    def spans(self) -> list[BatchSpan]:
+        """Every batch, as spans."""
+        return [self.span(i) for i in range(len(self))]
 
     def first_holding(self, offset: int) -> int | None:
         """Index of the first batch whose last offset is >= `offset` (what a fetch would read)."""
         i = bisect.bisect_left(self.last_offsets, offset)
-        return i if i < len(self.spans) else None
+        return i if i < len(self.positions) else None
 
 
 def check_offset_index(
@@ -129,8 +160,8 @@ def check_offset_index(
                 offset=offset,
                 log_position=position,
             )
-        elif table.spans[holder].position < position:
-            span = table.spans[holder]
+        elif table.span(holder).position < position:
+            span = table.span(holder)
             yield make_finding(
                 "index-offset-mismatch",
                 file,
@@ -204,7 +235,7 @@ def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) 
         if holder is None:
             missing.append((at, timestamp, offset))
             continue
-        if table.spans[holder].base_offset > offset:
+        if table.span(holder).base_offset > offset:
             yield make_finding(
                 "time-index-offset-not-found",
                 file,
@@ -213,7 +244,7 @@ def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) 
                 offset=offset,
             )
             continue
-        span = table.spans[holder]
+        span = table.span(holder)
         if span.max_timestamp != timestamp or table.prefix_max[holder] != timestamp:
             yield make_finding(
                 "time-index-mismatch",
