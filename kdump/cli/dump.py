@@ -10,10 +10,10 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, format_option, resolve_format
+from kdump.cli.output import diag, discover_all, format_option, resolve_format
 from kdump.cli.timespec import TimeParam
 from kdump.errors import KdumpError
-from kdump.model.log_dir import Target, discover
+from kdump.model.log_dir import Target
 from kdump.ops.dump import DumpEvent, DumpFilter, DumpOptions, dump_targets
 from kdump.render.rows import ENCODINGS
 
@@ -93,14 +93,7 @@ def dump_command(
       kdump dump --records --from-offset 1200 --to-offset 1210 orders-0
       kdump dump --records --format json --encoding base64 00000000000000000000.log | jq .
     """
-    targets: list[Target] = []
-    failed = False
-    for p in paths:
-        try:
-            targets.append(discover(p))
-        except KdumpError as exc:
-            diag(str(exc))
-            failed = True
+    targets, failed = discover_all(paths)
     options = DumpOptions(
         records=records or key is not None,
         filter=DumpFilter(

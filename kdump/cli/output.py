@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 
 import click
 
-from kdump.model.log_dir import Target
+from kdump.errors import KdumpError
+from kdump.model.log_dir import Target, discover
 
 FORMATS = ("text", "json", "rich")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -69,3 +70,16 @@ def progress_bar(
     )
     task = bar.add_task("verify", total=total)
     return lambda n: bar.advance(task, n)
+
+
+def discover_all(paths: tuple[str, ...]) -> tuple[list[Target], bool]:
+    """Classify every path; report the unreadable ones on stderr."""
+    targets: list[Target] = []
+    failed = False
+    for p in paths:
+        try:
+            targets.append(discover(p))
+        except KdumpError as exc:
+            diag(str(exc))
+            failed = True
+    return targets, failed

@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import format_option, progress_bar, resolve_format
-from kdump.cli.repair import check_backup_dir, discover_all, repair_options, write_rows
+from kdump.cli.output import discover_all, format_option, progress_bar, resolve_format
+from kdump.cli.repair import check_backup_dir, repair_options, write_rows
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, ReindexPlan, apply_reindex, plan_reindex
 
 

@@ -9,10 +9,6 @@ from typing import Any, TypeVar
 
 import click
 
-from kdump.cli.output import diag
-from kdump.errors import KdumpError
-from kdump.model.log_dir import Target, discover
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -26,19 +22,6 @@ def repair_options(fn: F) -> F:
         "partitions each gets DIR/<partition>. Refused inside a broker log dir.",
     )(fn)
     return click.option("--apply", is_flag=True, help="Write the changes (the default is a dry run).")(fn)
-
-
-def discover_all(paths: tuple[str, ...]) -> tuple[list[Target], bool]:
-    """Classify every path; report the unreadable ones on stderr."""
-    targets: list[Target] = []
-    failed = False
-    for p in paths:
-        try:
-            targets.append(discover(p))
-        except KdumpError as exc:
-            diag(str(exc))
-            failed = True
-    return targets, failed
 
 
 def write_rows(rows: list[dict[str, Any]]) -> None:

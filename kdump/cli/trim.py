@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import format_option, resolve_format
-from kdump.cli.repair import check_backup_dir, discover_all, repair_options, write_rows
+from kdump.cli.output import discover_all, format_option, resolve_format
+from kdump.cli.repair import check_backup_dir, repair_options, write_rows
 from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
 
 

@@ -11,10 +11,8 @@ from typing import Any
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, format_option, progress_bar, resolve_format
-from kdump.errors import KdumpError
+from kdump.cli.output import diag, discover_all, format_option, progress_bar, resolve_format
 from kdump.findings import Severity
-from kdump.model.log_dir import Target, discover
 from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
 
 
@@ -83,14 +81,7 @@ def verify_command(
     """
     threshold = Severity.parse(fail_on)
     fmt = resolve_format(fmt)
-    targets: list[Target] = []
-    unreadable = False
-    for p in paths:
-        try:
-            targets.append(discover(p))
-        except KdumpError as exc:
-            diag(str(exc))
-            unreadable = True
+    targets, unreadable = discover_all(paths)
     options = VerifyOptions(deep=deep, max_bytes=max_bytes, jobs=jobs)
     if engine == "spark":
         from kdump.spark.fleet import run_fleet_verify

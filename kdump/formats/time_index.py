@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kdump.errors import CorruptFieldError
 from kdump.formats.constants import MAX_RELATIVE_OFFSET
+from kdump.formats.index_slots import count_before_zero_tail, is_all_zero
 
 if TYPE_CHECKING:
     import mmap
@@ -108,7 +109,7 @@ def decode_time_index(buf: _Buffer, base_offset: int) -> TimeIndexContents:
         if slot_count:
             last_timestamp, last_relative = _ENTRY.unpack_from(view, (slot_count - 1) * ENTRY_SIZE)
             last_slot = TimeIndexEntry(last_timestamp, base_offset + last_relative)
-        tail_is_zero = _is_all_zero(view, tail_start * ENTRY_SIZE, slot_count * ENTRY_SIZE)
+        tail_is_zero = is_all_zero(view, tail_start * ENTRY_SIZE, slot_count * ENTRY_SIZE)
         if view is not raw:
             view.release()
     return TimeIndexContents(
@@ -159,24 +160,8 @@ def time_index_entry_at(buf: _Buffer, slot: int, base_offset: int) -> TimeIndexE
 
 
 def time_index_entry_count(buf: _Buffer) -> int:
-    """Slots before the preallocated zero tail, reading O(log n) slots instead of the whole file.
-
-    Draws the line where `decode_time_index` (and Kafka's dump tool) does, at the first slot `i > 0`
-    whose relative offset is 0, by binary search: in a sound index every later slot is tail too, so
-    a 10 MiB preallocated file costs about 20 reads. A damaged index may hold a stray zero slot that
-    a linear walk would stop at sooner; callers check the entries they use against the log anyway.
-    """
-    slots = len(buf) // ENTRY_SIZE
-    if slots <= 1 or _relative_offset_at(buf, slots - 1) != 0:
-        return slots
-    low, high = 1, slots - 1  # high is known to be tail
-    while low < high:
-        mid = (low + high) // 2
-        if _relative_offset_at(buf, mid) == 0:
-            high = mid
-        else:
-            low = mid + 1
-    return low
+    """Slots before the preallocated zero tail, found by binary search (see `index_slots`)."""
+    return count_before_zero_tail(buf, ENTRY_SIZE, _relative_offset_at)
 
 
 def _relative_offset_at(buf: _Buffer, slot: int) -> int:
@@ -186,11 +171,3 @@ def _relative_offset_at(buf: _Buffer, slot: int) -> int:
 
 def _entry_timestamp(entry: TimeIndexEntry) -> int:
     return entry.timestamp
-
-
-def _is_all_zero(view: memoryview, start: int, stop: int) -> bool:
-    for chunk_start in range(start, stop, len(_ZERO_CHUNK)):
-        chunk_stop = min(stop, chunk_start + len(_ZERO_CHUNK))
-        if view[chunk_start:chunk_stop].tobytes() != _ZERO_CHUNK[: chunk_stop - chunk_start]:
-            return False
-    return True
