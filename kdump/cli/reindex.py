@@ -12,6 +12,7 @@ from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import discover_all, format_option, progress_bar, resolve_format
 from kdump.cli.repair import check_backup_dir, repair_options, write_rows
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, ReindexPlan, apply_reindex, plan_reindex
+from kdump.ops.topic_config import IntervalResolver
 
 
 @click.command("reindex")
@@ -20,13 +21,23 @@ from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, ReindexPlan, apply_r
 @click.option(
     "--index-interval-bytes",
     type=click.IntRange(min=0),
-    default=DEFAULT_INDEX_INTERVAL_BYTES,
-    show_default=True,
-    help="The topic's index.interval.bytes: bytes of log between offset index entries.",
+    default=None,
+    help="The topic's index.interval.bytes: bytes of log between offset index entries. Default: the "
+    "topic's own setting from the KRaft metadata log when one is at hand, else the broker default 4096.",
+)
+@click.option(
+    "--metadata-log",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The __cluster_metadata-0 directory to read topic configs from (default: the one in the log dir).",
 )
 @format_option
 def reindex_command(
-    paths: tuple[str, ...], apply: bool, backup_dir: Path | None, index_interval_bytes: int, fmt: str | None
+    paths: tuple[str, ...],
+    apply: bool,
+    backup_dir: Path | None,
+    index_interval_bytes: int | None,
+    metadata_log: Path | None,
+    fmt: str | None,
 ) -> None:
     """Rebuild segment indexes offline, byte for byte as the broker's recovery writes them.
 
@@ -50,11 +61,14 @@ def reindex_command(
     plans: list[ReindexPlan] = []
     with ExitStack() as stack:
         progress = progress_bar(stack, targets, fmt, "reading")
+        intervals = IntervalResolver(index_interval_bytes, metadata_log, DEFAULT_INDEX_INTERVAL_BYTES)
         for t in targets:
-            plans.extend(plan_reindex(t, interval_bytes=index_interval_bytes, progress=progress))
+            plans.extend(plan_reindex(t, progress=progress, intervals=intervals))
     pending = sum(len(p.changes) for p in plans)
     rows = []
     for plan in plans:
+        if fmt != "json" and plan.changes:
+            click.echo(f"{plan.label}: index.interval.bytes {plan.interval_bytes} ({plan.interval_source})")
         for seg in plan.segments:
             for c in seg.changes:
                 rows.append(
@@ -71,6 +85,7 @@ def reindex_command(
                         "changed": c.changed,
                         "stale": c.stale,
                         "preallocated_slots": c.preallocated_slots,
+                        "index_interval_bytes": plan.interval_bytes,
                         "applied": False,
                     }
                 )

@@ -10,6 +10,7 @@ import click
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import discover_all, format_option, resolve_format
 from kdump.cli.repair import check_backup_dir, repair_options, write_rows
+from kdump.ops.topic_config import IntervalResolver
 from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
 
 
@@ -27,9 +28,14 @@ from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
 @click.option(
     "--index-interval-bytes",
     type=click.IntRange(min=0),
-    default=4096,
-    show_default=True,
-    help="The topic's index.interval.bytes, for rebuilding the trimmed segment's indexes.",
+    default=None,
+    help="The topic's index.interval.bytes, for rebuilding the trimmed segment's indexes. Default: the "
+    "topic's own setting from the KRaft metadata log when one is at hand, else the broker default 4096.",
+)
+@click.option(
+    "--metadata-log",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The __cluster_metadata-0 directory to read topic configs from (default: the one in the log dir).",
 )
 @format_option
 def trim_command(
@@ -38,7 +44,8 @@ def trim_command(
     backup_dir: Path | None,
     to_offset: int | None,
     drop_later_segments: bool,
-    index_interval_bytes: int,
+    index_interval_bytes: int | None,
+    metadata_log: Path | None,
     fmt: str | None,
 ) -> None:
     """Cut a torn or corrupt segment tail exactly where the broker's recovery would.
@@ -76,11 +83,13 @@ def trim_command(
         if fmt != "json":
             click.echo(_describe(plan))
     if apply:
+        intervals = IntervalResolver(index_interval_bytes, metadata_log)
         for plan, row in zip(plans, rows, strict=True):
             if not plan.needed:
                 continue
+            interval, _source = intervals.for_partition(plan.root, plan.log_dir)
             result = apply_trim_tail(
-                plan, backup_dir if len(pending) == 1 else _sub(backup_dir, plan), index_interval_bytes
+                plan, backup_dir if len(pending) == 1 else _sub(backup_dir, plan), interval
             )
             row["applied"] = True
             row["backup_dir"] = str(result.backup_dir)

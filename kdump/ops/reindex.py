@@ -18,6 +18,7 @@ across the partition's segments, as recovery does.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.safety import Journal, default_backup_dir, log_dir_lock
 from kdump.ops.segment_check import SegmentResult
+from kdump.ops.topic_config import IntervalResolver
 from kdump.ops.verify import Progress, VerifyOptions, check_segments, expected_aborts
 from kdump.scan.index_checks import BatchSpan
 
@@ -131,6 +133,8 @@ class ReindexPlan:
     root: Path
     log_dir: Path | None
     segments: tuple[SegmentPlan, ...]
+    interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    interval_source: str = "the broker default"
 
     @property
     def changes(self) -> list[FileChange]:
@@ -253,25 +257,38 @@ def plan_segment(result: SegmentResult, aborts: Sequence[AbortedTxn], interval_b
 
 
 def plan_reindex(
-    target: Target, *, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, progress: Progress | None = None
+    target: Target,
+    *,
+    interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    progress: Progress | None = None,
+    intervals: IntervalResolver | None = None,
 ) -> list[ReindexPlan]:
-    """Plan the rebuild for a target: a segment file, a partition directory or a log dir."""
+    """Plan the rebuild for a target: a segment file, a partition directory or a log dir.
+
+    With `intervals`, each partition's `index.interval.bytes` is resolved on its own (the topic's
+    config from a KRaft metadata log when one is at hand); otherwise `interval_bytes` serves all.
+    """
     plans: list[ReindexPlan] = []
+    source = "--index-interval-bytes"
     if target.kind == "file":
+        if intervals is not None:
+            interval_bytes, source = intervals.for_partition(
+                target.path.resolve().parent, target.log_dir_path
+            )
         from kdump.ops.verify import segments_of_file
 
         segments = segments_of_file(target.path)
         results = list(check_segments(segments, VerifyOptions(), for_rebuild=True))
         # A lone segment: transactions that began in earlier segments are unknown (-1 fields).
         aborts = expected_aborts(results)
-        plans.append(
-            _plan(target.given, target.path.parent, target.log_dir_path, results, aborts, interval_bytes)
-        )
+        plan = _plan(target.given, target.path.parent, target.log_dir_path, results, aborts, interval_bytes)
+        plans.append(dataclasses.replace(plan, interval_source=source))
         return plans
     for part in target.partitions():
-        plans.append(
-            plan_partition(part, target.log_dir_path, interval_bytes=interval_bytes, progress=progress)
-        )
+        if intervals is not None:
+            interval_bytes, source = intervals.for_partition(part.path, target.log_dir_path)
+        plan = plan_partition(part, target.log_dir_path, interval_bytes=interval_bytes, progress=progress)
+        plans.append(dataclasses.replace(plan, interval_source=source))
     return plans
 
 
@@ -303,7 +320,7 @@ def _plan(
         if r.summary is None:
             continue
         segs.append(plan_segment(r, resolve_aborts(a, r, log_start), interval_bytes))
-    return ReindexPlan(label, root, log_dir, tuple(segs))
+    return ReindexPlan(label, root, log_dir, tuple(segs), interval_bytes)
 
 
 def resolve_aborts(expected: Sequence[AbortedTxn], result: SegmentResult, log_start: int) -> list[AbortedTxn]:
