@@ -10,7 +10,7 @@ import click
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import discover_all, format_option, progress_bar, resolve_format
-from kdump.cli.repair import check_backup_dir, repair_options, write_rows
+from kdump.cli.repair import check_backup_dir, interval_options, repair_options, write_rows
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, ReindexPlan, apply_reindex, plan_reindex
 from kdump.ops.topic_config import IntervalResolver
 
@@ -18,18 +18,7 @@ from kdump.ops.topic_config import IntervalResolver
 @click.command("reindex")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @repair_options
-@click.option(
-    "--index-interval-bytes",
-    type=click.IntRange(min=0),
-    default=None,
-    help="The topic's index.interval.bytes: bytes of log between offset index entries. Default: the "
-    "topic's own setting from the KRaft metadata log when one is at hand, else the broker default 4096.",
-)
-@click.option(
-    "--metadata-log",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="The __cluster_metadata-0 directory to read topic configs from (default: the one in the log dir).",
-)
+@interval_options
 @format_option
 def reindex_command(
     paths: tuple[str, ...],

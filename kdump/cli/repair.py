@@ -45,3 +45,19 @@ def check_backup_dir(backup_dir: Path | None) -> None:
             raise click.UsageError(
                 f"--backup-dir {backup_dir} is inside the log dir {parent}; a broker would fail on it there"
             )
+
+
+def interval_options(fn: F) -> F:
+    """`--index-interval-bytes` and `--metadata-log`: how rebuilt indexes are spaced."""
+    fn = click.option(
+        "--metadata-log",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="The __cluster_metadata-0 directory to read topic configs from (default: the one in the log dir).",
+    )(fn)
+    return click.option(
+        "--index-interval-bytes",
+        type=click.IntRange(min=0),
+        default=None,
+        help="The topic's index.interval.bytes: bytes of log between offset index entries. Default: the "
+        "topic's own setting from the KRaft metadata log when one is at hand, else the broker default 4096.",
+    )(fn)

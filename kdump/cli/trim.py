@@ -9,7 +9,7 @@ import click
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import discover_all, format_option, resolve_format
-from kdump.cli.repair import check_backup_dir, repair_options, write_rows
+from kdump.cli.repair import check_backup_dir, interval_options, repair_options, write_rows
 from kdump.ops.topic_config import IntervalResolver
 from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
 
@@ -25,18 +25,7 @@ from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
     is_flag=True,
     help="Also move the segments after the cut into the backup dir, as the broker deletes them.",
 )
-@click.option(
-    "--index-interval-bytes",
-    type=click.IntRange(min=0),
-    default=None,
-    help="The topic's index.interval.bytes, for rebuilding the trimmed segment's indexes. Default: the "
-    "topic's own setting from the KRaft metadata log when one is at hand, else the broker default 4096.",
-)
-@click.option(
-    "--metadata-log",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="The __cluster_metadata-0 directory to read topic configs from (default: the one in the log dir).",
-)
+@interval_options
 @format_option
 def trim_command(
     paths: tuple[str, ...],

@@ -19,13 +19,18 @@ across the partition's segments, as recovery does.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdump.errors import KdumpError
-from kdump.formats.offset_index import OffsetIndexEntry, decode_offset_index, encode_offset_index
-from kdump.formats.time_index import TimeIndexEntry, decode_time_index, encode_time_index
+from kdump.formats.offset_index import (
+    OffsetIndexContents,
+    OffsetIndexEntry,
+    decode_offset_index,
+    encode_offset_index,
+)
+from kdump.formats.time_index import TimeIndexContents, TimeIndexEntry, decode_time_index, encode_time_index
 from kdump.formats.txn_index import AbortedTxn, decode_txn_index, encode_txn_index
 from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
@@ -161,6 +166,41 @@ def _read(path: Path | None) -> bytes | None:
         raise KdumpError(f"cannot read {path}: {exc.strerror}") from exc
 
 
+def _index_change(
+    path: Path,
+    kind: str,
+    new: bytes,
+    new_entries: list[tuple[int, int]],
+    decode: Callable[[bytes], OffsetIndexContents | TimeIndexContents],
+    is_stale: Callable[[tuple[int, int]], bool],
+) -> FileChange | None:
+    """How an offset or time index file differs from its rebuild (None when it does not)."""
+    old = _read(path if path.exists() else None)
+    if old == new:
+        return None
+    old_entries: list[tuple[int, int]] = []
+    prealloc = 0
+    if old is not None:
+        contents = decode(old)
+        old_entries = [(a, b) for a, b in contents.entries]
+        prealloc = contents.zero_tail_entries
+    missing, extra, changed = _diff(old_entries, new_entries)
+    stale = sum(1 for e in old_entries if is_stale(e))
+    return FileChange(
+        path,
+        kind,
+        old is not None,
+        len(old_entries),
+        len(new_entries),
+        missing,
+        extra,
+        changed,
+        stale,
+        prealloc,
+        new,
+    )
+
+
 def plan_segment(result: SegmentResult, aborts: Sequence[AbortedTxn], interval_bytes: int) -> SegmentPlan:
     """Compare a segment's index files with their rebuild."""
     seg = result.segment
@@ -171,62 +211,26 @@ def plan_segment(result: SegmentResult, aborts: Sequence[AbortedTxn], interval_b
     offset_entries, time_entries = build_segment_indexes(spans, interval_bytes)
     changes: list[FileChange] = []
 
-    index_path = seg.index or seg.log.with_suffix(".index")
-    new = encode_offset_index(offset_entries, seg.base_offset)
-    old = _read(seg.index)
-    if old != new:
-        old_entries: list[tuple[int, int]] = []
-        prealloc = 0
-        if old is not None:
-            c = decode_offset_index(old, seg.base_offset)
-            old_entries = [tuple(e) for e in c.entries]  # type: ignore[misc]
-            prealloc = c.zero_tail_entries
-        missing, extra, changed = _diff(old_entries, [tuple(e) for e in offset_entries])  # type: ignore[misc]
-        stale = sum(1 for _o, p in old_entries if p >= valid)
-        changes.append(
-            FileChange(
-                index_path,
-                "index",
-                old is not None,
-                len(old_entries),
-                len(offset_entries),
-                missing,
-                extra,
-                changed,
-                stale,
-                prealloc,
-                new,
-            )
-        )
-
-    time_path = seg.timeindex or seg.log.with_suffix(".timeindex")
-    new = encode_time_index(time_entries, seg.base_offset)
-    old = _read(seg.timeindex)
-    if old != new:
-        old_t: list[tuple[int, int]] = []
-        prealloc = 0
-        if old is not None:
-            t = decode_time_index(old, seg.base_offset)
-            old_t = [tuple(e) for e in t.entries]  # type: ignore[misc]
-            prealloc = t.zero_tail_entries
-        missing, extra, changed = _diff(old_t, [tuple(e) for e in time_entries])  # type: ignore[misc]
-        last = result.summary.last_offset
-        stale = sum(1 for _ts, o in old_t if last is not None and o > last)
-        changes.append(
-            FileChange(
-                time_path,
-                "timeindex",
-                old is not None,
-                len(old_t),
-                len(time_entries),
-                missing,
-                extra,
-                changed,
-                stale,
-                prealloc,
-                new,
-            )
-        )
+    last = result.summary.last_offset
+    index_change = _index_change(
+        seg.index or seg.log.with_suffix(".index"),
+        "index",
+        encode_offset_index(offset_entries, seg.base_offset),
+        [(e.offset, e.position) for e in offset_entries],
+        lambda data: decode_offset_index(data, seg.base_offset),
+        # an offset index entry is stale when its position is past the valid log
+        lambda entry: entry[1] >= valid,
+    )
+    time_change = _index_change(
+        seg.timeindex or seg.log.with_suffix(".timeindex"),
+        "timeindex",
+        encode_time_index(time_entries, seg.base_offset),
+        [(e.timestamp, e.offset) for e in time_entries],
+        lambda data: decode_time_index(data, seg.base_offset),
+        # a time index entry is stale when its offset is past the valid log's last offset
+        lambda entry: last is not None and entry[1] > last,
+    )
+    changes.extend(c for c in (index_change, time_change) if c is not None)
 
     txn_path = seg.txnindex or seg.log.with_suffix(".txnindex")
     old = _read(seg.txnindex)
