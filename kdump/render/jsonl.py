@@ -59,6 +59,27 @@ def record_line(r: Record, batch: BatchHeader | None, file_json: str, encoding: 
     )
 
 
+def _b(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+def batch_line(h: BatchHeader, file_json: str) -> str:
+    """One batch as a JSON line, built directly (a test holds it equal to `rows.batch_row`)."""
+    base = "null" if h.base_offset is None else h.base_offset
+    count = "null" if h.count is None else h.count
+    horizon = "null" if not h.has_delete_horizon else h.base_timestamp
+    return (
+        f'{{"type":"batch","file":{file_json},"position":{h.position},"base_offset":{base},'
+        f'"last_offset":{h.last_offset},"count":{count},"size":{h.size},"magic":{h.magic},"crc":{h.crc},'
+        f'"crc_ok":{_b(h.crc_ok)},"compression":"{rows.codec_label(h.compression)}",'
+        f'"timestamp_type":"{rows.timestamp_type_label(h.timestamp_type)}","base_timestamp":{h.base_timestamp},'
+        f'"max_timestamp":{h.max_timestamp},"producer_id":{h.producer_id},"producer_epoch":{h.producer_epoch},'
+        f'"base_sequence":{h.base_sequence},"last_sequence":{h.last_sequence},'
+        f'"partition_leader_epoch":{h.partition_leader_epoch},"is_transactional":{_b(h.is_transactional)},'
+        f'"is_control":{_b(h.is_control)},"delete_horizon_ms":{horizon}}}'
+    )
+
+
 def write_jsonl(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") -> None:
     """Write dump events as JSON Lines, flushing per batch of lines (output streams)."""
     batch: BatchHeader | None = None
@@ -110,7 +131,7 @@ def write_jsonl(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") 
                 buf.append("")
                 out.write("\n".join(buf))
                 buf.clear()
-            append(_dumps(rows.batch_row(ev, file)))
+            append(batch_line(ev, file_json))
         elif isinstance(ev, InternalRecord):
             append(_dumps(rows.internal_record_row(ev, batch, file, encoding)))
         elif isinstance(ev, FileStart):

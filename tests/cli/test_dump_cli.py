@@ -686,3 +686,19 @@ def test_record_line_for_legacy_and_control_records() -> None:
     assert row["control"] == {"type": "ABORT", "version": 0, "coordinator_epoch": 3}
     assert row == rows.record_row(marker, control_header, "f", "utf8")
     assert re.fullmatch(r"\{.*\}", record_line(legacy, None, '"f"', "hex"))
+
+
+def test_fast_batch_lines_equal_the_schema_rows(corpus_root: Path) -> None:
+    from kdump.formats.batch import BatchHeader
+    from kdump.render.jsonl import batch_line
+    from kdump.render.rows import batch_row
+    from kdump.scan import open_buffer, scan_log
+
+    seen = 0
+    for log in sorted(corpus_root.glob("*/*/*.log")):
+        with open_buffer(log) as buf:
+            for ev in scan_log(buf, file=str(log)):
+                if isinstance(ev, BatchHeader):
+                    assert json.loads(batch_line(ev, json.dumps(str(log)))) == batch_row(ev, str(log))
+                    seen += 1
+    assert seen > 100
