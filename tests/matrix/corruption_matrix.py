@@ -795,7 +795,8 @@ def markdown_table(results: list[Result], corpus_label: str, root: Path | None =
     lines = [
         f"{sum(len(v) for v in groups.values())} damaged copies of real Kafka 3.8.0 segments ({corpus_label}), "
         "each scanned by kdump in forensic mode (shallow and `--deep`) and in recovery mode. *Observed* lists "
-        "the findings the damage adds, with `@b` the damaged batch's position and `@next` the next batch's; "
+        "the findings the damage adds (in brackets, how many cases gave them), `@b` being the damaged "
+        "batch's position and `@next` the next batch's; "
         "*recovery point* is `valid_bytes` (where the broker's recovery truncates), the same in every mode. "
         "Regenerate with `python tests/matrix/corruption_matrix.py --write-readme`.",
         "",
