@@ -13,8 +13,8 @@ Usage (from the repository root, in the dev virtualenv)::
     python tests/fuzz/run_long.py --list                           # the targets
     python tests/fuzz/run_long.py --replay tests/fuzz/crashes/scan_log/crash-<sha1>
 
-Engines: `atheris` (libFuzzer, coverage-guided over the `kdump` package; `pip install -e '.[fuzz]'`, part of the
-dev extra) is used when it imports, else `hypothesis` (random mutations of the same seeds, in rounds of
+Engines: `atheris` (libFuzzer, coverage-guided over the `kdump` package; `pip install -e '.[fuzz]'`)
+is used when it imports, else `hypothesis` (random mutations of the same seeds, in rounds of
 1,000 examples with fresh randomness until the time is up; not coverage-guided). `--engine` forces one.
 
 Each target runs in its own process, seeded with real inputs (`fuzz_targets.seed_inputs`: fragments of the
