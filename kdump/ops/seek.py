@@ -409,55 +409,66 @@ class _SegmentView:
 
     @cached_property
     def offset_index(self) -> _IndexFile[OffsetIndexEntry] | None:
-        buf = self._open_index(self.seg.index, "index-missing", OFFSET_ENTRY_SIZE, "index")
-        if buf is None:
-            return None
-        assert self.seg.index is not None
-        count = offset_index_entry_count(buf)
-        self.run.index_entries_read += _probes_for_count(len(buf) // OFFSET_ENTRY_SIZE, count)
-        if not self._tail_ok(
-            self.seg.index, count, len(buf) // OFFSET_ENTRY_SIZE, OFFSET_ENTRY_SIZE, "index-not-monotonic"
-        ):
-            return None
-        idx = _IndexFile(buf, count, offset_index_entry_at, self.base, self.run)
-        bad = _out_of_order(
-            idx.sample(), lambda e: (e.offset, e.position), strict_second=True, floor=self.base
+        return self._load_index(
+            self.seg.index,
+            ("index-missing", "index", "index-not-monotonic"),
+            OFFSET_ENTRY_SIZE,
+            offset_index_entry_count,
+            offset_index_entry_at,
+            lambda e: (e.offset, e.position),
+            ("offset", "position"),
+            strict_second=True,
         )
-        if bad is not None:
-            self.run.fallback(
-                "index-not-monotonic",
-                str(self.seg.index),
-                f"entry {bad[0]} (offset {bad[1].offset}, position {bad[1].position}) is out of order with "
-                f"the other entries; the log is scanned instead",
-                position=bad[0] * OFFSET_ENTRY_SIZE,
-                offset=bad[1].offset,
-            )
-            return None
-        return idx
 
     @cached_property
     def time_index(self) -> _IndexFile[TimeIndexEntry] | None:
-        buf = self._open_index(self.seg.timeindex, "time-index-missing", TIME_ENTRY_SIZE, "timeindex")
+        return self._load_index(
+            self.seg.timeindex,
+            ("time-index-missing", "timeindex", "time-index-out-of-order"),
+            TIME_ENTRY_SIZE,
+            time_index_entry_count,
+            time_index_entry_at,
+            lambda e: (e.timestamp, e.offset),
+            ("timestamp", "offset"),
+            strict_second=False,
+        )
+
+    def _load_index(
+        self,
+        path: Path | None,
+        codes: tuple[str, str, str],
+        entry_size: int,
+        count_entries: Callable[[memoryview], int],
+        entry_at: Callable[[memoryview, int, int], E],
+        key: Callable[[E], tuple[int, int]],
+        names: tuple[str, str],
+        *,
+        strict_second: bool,
+    ) -> _IndexFile[E] | None:
+        """Open an offset or time index and check it enough to use it; None means scan instead.
+
+        `codes` are the finding codes for a missing file, the file kind and an out-of-order entry;
+        `names` name the two fields of an entry in the messages.
+        """
+        missing_code, kind, order_code = codes
+        buf = self._open_index(path, missing_code, entry_size, kind)
         if buf is None:
             return None
-        assert self.seg.timeindex is not None
-        count = time_index_entry_count(buf)
-        self.run.index_entries_read += _probes_for_count(len(buf) // TIME_ENTRY_SIZE, count)
-        if not self._tail_ok(
-            self.seg.timeindex, count, len(buf) // TIME_ENTRY_SIZE, TIME_ENTRY_SIZE, "time-index-out-of-order"
-        ):
+        assert path is not None
+        count = count_entries(buf)
+        self.run.index_entries_read += _probes_for_count(len(buf) // entry_size, count)
+        if not self._tail_ok(path, count, len(buf) // entry_size, entry_size, order_code):
             return None
-        idx = _IndexFile(buf, count, time_index_entry_at, self.base, self.run)
-        bad = _out_of_order(
-            idx.sample(), lambda e: (e.timestamp, e.offset), strict_second=False, floor=self.base
-        )
+        idx = _IndexFile(buf, count, entry_at, self.base, self.run)
+        bad = _out_of_order(idx.sample(), key, strict_second=strict_second, floor=self.base)
         if bad is not None:
+            first, second = key(bad[1])
             self.run.fallback(
-                "time-index-out-of-order",
-                str(self.seg.timeindex),
-                f"entry {bad[0]} (timestamp {bad[1].timestamp}, offset {bad[1].offset}) is out of order with "
+                order_code,
+                str(path),
+                f"entry {bad[0]} ({names[0]} {first}, {names[1]} {second}) is out of order with "
                 f"the other entries; the log is scanned instead",
-                position=bad[0] * TIME_ENTRY_SIZE,
+                position=bad[0] * entry_size,
                 offset=bad[1].offset,
             )
             return None
