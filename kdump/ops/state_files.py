@@ -16,6 +16,7 @@ from kdump.formats.time_index import decode_time_index
 from kdump.formats.txn_index import ENTRY_SIZE as TXN_ENTRY_SIZE
 from kdump.formats.txn_index import decode_txn_index
 from kdump.ops.files import Entry, FileStart, segment_base_offset
+from kdump.scan.index_checks import check_index_slots
 from kdump.scan.source import open_buffer, read_small_file
 
 StateEvent = FileStart | Entry | Finding
@@ -51,22 +52,9 @@ def _dump_index(path: Path, kind: str, name: str) -> Iterator[StateEvent]:
             for t in contents.entries:
                 yield Entry(name, "time-index-entry", {"timestamp": t.timestamp, "offset": t.offset})
             entry_size = 12
-        real = len(contents.entries)
-        if contents.zero_tail_entries:
-            yield make_finding(
-                "index-preallocated-tail",
-                name,
-                f"{contents.zero_tail_entries} preallocated slots after {real} entries",
-                position=real * entry_size,
-                slots=contents.zero_tail_entries,
-            )
-        if contents.trailing_bytes:
-            yield make_finding(
-                "index-size-invalid",
-                name,
-                f"file length {len(buf)} is not a multiple of {entry_size}",
-                position=len(buf) - contents.trailing_bytes,
-            )
+        # The same slot findings verify reports (trailing bytes, preallocated or broken tail).
+        order_code = "index-not-monotonic" if kind == "index" else "time-index-out-of-order"
+        yield from check_index_slots(contents, entry_size, name, order_code)
 
 
 def _decode_small(data: bytes, kind: str | None, name: str) -> Iterator[StateEvent]:

@@ -95,36 +95,49 @@ class BatchTable:
         return i if i < len(self.positions) else None
 
 
+def check_index_slots(
+    contents: OffsetIndexContents | TimeIndexContents, entry_size: int, file: str, order_code: str
+) -> Iterator[Finding]:
+    """What the slots themselves say: a length that is not whole entries, a preallocated zero tail.
+
+    A slot repeating the base offset after entry 0 ends the entries, as in Kafka; it is a benign
+    preallocated tail when all that follows is zeros, and an ordering fault (`order_code`)
+    otherwise.
+    """
+    if contents.trailing_bytes:
+        yield make_finding(
+            "index-size-invalid",
+            file,
+            f"{contents.trailing_bytes} bytes after the last whole {entry_size}-byte entry",
+            position=contents.slot_count * entry_size,
+        )
+    real = len(contents.entries)
+    if not contents.zero_tail_entries:
+        return
+    if contents.zero_tail_is_zero:
+        yield make_finding(
+            "index-preallocated-tail",
+            file,
+            f"{contents.zero_tail_entries} zero-filled preallocated slots after {real} entries",
+            position=real * entry_size,
+            slots=contents.zero_tail_entries,
+        )
+    else:
+        yield make_finding(
+            order_code,
+            file,
+            f"entry {real} repeats the base offset {contents.base_offset} but is not part of a zero-filled tail",
+            position=real * entry_size,
+            offset=contents.base_offset,
+        )
+
+
 def check_offset_index(
     contents: OffsetIndexContents, table: BatchTable, valid_bytes: int, file: str
 ) -> Iterator[Finding]:
     """Check an offset index against the batches; see the module docstring for the rule."""
     base = contents.base_offset
-    if contents.trailing_bytes:
-        yield make_finding(
-            "index-size-invalid",
-            file,
-            f"{contents.trailing_bytes} bytes after the last whole 8-byte entry",
-            position=contents.slot_count * 8,
-        )
-    real = len(contents.entries)
-    if contents.zero_tail_entries:
-        if contents.zero_tail_is_zero:
-            yield make_finding(
-                "index-preallocated-tail",
-                file,
-                f"{contents.zero_tail_entries} zero-filled preallocated slots after {real} entries",
-                position=real * 8,
-                slots=contents.zero_tail_entries,
-            )
-        else:
-            yield make_finding(
-                "index-not-monotonic",
-                file,
-                f"entry {real} repeats the base offset {base} but is not part of a zero-filled tail",
-                position=real * 8,
-                offset=base,
-            )
+    yield from check_index_slots(contents, 8, file, "index-not-monotonic")
     prev_offset = prev_position = -1
     reported_order = False
     # Entries past the valid end (a stale index after a truncation, or damage mid-log) are one
@@ -189,31 +202,7 @@ def check_offset_index(
 def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) -> Iterator[Finding]:
     """Check a time index against the batches (see the module docstring)."""
     base = contents.base_offset
-    if contents.trailing_bytes:
-        yield make_finding(
-            "index-size-invalid",
-            file,
-            f"{contents.trailing_bytes} bytes after the last whole 12-byte entry",
-            position=contents.slot_count * 12,
-        )
-    real = len(contents.entries)
-    if contents.zero_tail_entries:
-        if contents.zero_tail_is_zero:
-            yield make_finding(
-                "index-preallocated-tail",
-                file,
-                f"{contents.zero_tail_entries} zero-filled preallocated slots after {real} entries",
-                position=real * 12,
-                slots=contents.zero_tail_entries,
-            )
-        else:
-            yield make_finding(
-                "time-index-out-of-order",
-                file,
-                f"entry {real} repeats the base offset {base} but is not part of a zero-filled tail",
-                position=real * 12,
-                offset=base,
-            )
+    yield from check_index_slots(contents, 12, file, "time-index-out-of-order")
     prev_ts = prev_offset = -1
     reported_order = False
     missing: list[tuple[int, int, int]] = []  # entries past the valid log's last offset
