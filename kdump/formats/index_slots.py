@@ -8,11 +8,15 @@ first slot `i > 0` whose relative offset is 0 (`AbstractIndex`); these helpers d
 from __future__ import annotations
 
 import mmap
+import struct
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 _ZERO_CHUNK = bytes(64 << 10)
+E = TypeVar("E")
 
 
 def count_before_zero_tail(
@@ -44,3 +48,43 @@ def is_all_zero(view: memoryview, start: int, stop: int) -> bool:
         if view[chunk_start:chunk_stop].tobytes() != _ZERO_CHUNK[: chunk_stop - chunk_start]:
             return False
     return True
+
+
+@dataclass(frozen=True, slots=True)
+class SlotWalk(Generic[E]):
+    """The slots of an index file, split where Kafka's dump tool stops reading."""
+
+    entries: list[E]  # slots before the tail, in file order
+    tail_start: int  # first slot i > 0 whose relative offset is 0 (slot_count when none)
+    slot_count: int  # full slots in the file, tail included
+    trailing_bytes: int  # bytes after the last full slot
+    last_slot: E | None  # the last full slot, tail included
+    tail_is_zero: bool  # whether every byte of the tail slots is zero
+
+
+def walk_slots(
+    buf: Buffer, entry: struct.Struct, relative_field: int, make: Callable[[tuple[int, ...]], E]
+) -> SlotWalk[E]:
+    """Decode every full slot until Kafka's tail rule stops (never raises for any byte content).
+
+    Args:
+        entry: the slot layout; `relative_field` is the index of its relative offset.
+        make: builds an entry from a slot's unpacked fields.
+    """
+    with memoryview(buf) as raw:
+        view = raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
+        length = view.nbytes
+        size = entry.size
+        slot_count = length // size
+        entries: list[E] = []
+        tail_start = slot_count
+        for slot, fields in enumerate(entry.iter_unpack(view[: slot_count * size])):
+            if fields[relative_field] == 0 and slot > 0:
+                tail_start = slot
+                break
+            entries.append(make(fields))
+        last_slot = make(entry.unpack_from(view, (slot_count - 1) * size)) if slot_count else None
+        tail_is_zero = is_all_zero(view, tail_start * size, slot_count * size)
+        if view is not raw:
+            view.release()
+    return SlotWalk(entries, tail_start, slot_count, length % size, last_slot, tail_is_zero)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kdump.errors import CorruptFieldError
 from kdump.formats.constants import MAX_RELATIVE_OFFSET
-from kdump.formats.index_slots import count_before_zero_tail, is_all_zero
+from kdump.formats.index_slots import count_before_zero_tail, walk_slots
 
 if TYPE_CHECKING:
     import mmap
@@ -89,34 +89,15 @@ class OffsetIndexContents:
 
 def decode_offset_index(buf: _Buffer, base_offset: int) -> OffsetIndexContents:
     """Decode an offset index; never raises for any byte content."""
-    with memoryview(buf) as raw:
-        view = raw.cast("B") if raw.format != "B" or raw.ndim != 1 else raw
-        length = view.nbytes
-        slot_count = length // ENTRY_SIZE
-        entries: list[OffsetIndexEntry] = []
-        tail_start = slot_count
-        for slot, (relative_offset, position) in enumerate(
-            _ENTRY.iter_unpack(view[: slot_count * ENTRY_SIZE])
-        ):
-            if relative_offset == 0 and slot > 0:
-                tail_start = slot
-                break
-            entries.append(OffsetIndexEntry(base_offset + relative_offset, position))
-        last_slot = None
-        if slot_count:
-            last_relative, last_position = _ENTRY.unpack_from(view, (slot_count - 1) * ENTRY_SIZE)
-            last_slot = OffsetIndexEntry(base_offset + last_relative, last_position)
-        tail_is_zero = is_all_zero(view, tail_start * ENTRY_SIZE, slot_count * ENTRY_SIZE)
-        if view is not raw:
-            view.release()
+    walk = walk_slots(buf, _ENTRY, 0, lambda f: OffsetIndexEntry(base_offset + f[0], f[1]))
     return OffsetIndexContents(
         base_offset=base_offset,
-        entries=tuple(entries),
-        zero_tail_entries=slot_count - tail_start,
-        zero_tail_is_zero=tail_is_zero,
-        trailing_bytes=length % ENTRY_SIZE,
-        slot_count=slot_count,
-        last_slot=last_slot,
+        entries=tuple(walk.entries),
+        zero_tail_entries=walk.slot_count - walk.tail_start,
+        zero_tail_is_zero=walk.tail_is_zero,
+        trailing_bytes=walk.trailing_bytes,
+        slot_count=walk.slot_count,
+        last_slot=walk.last_slot,
     )
 
 
