@@ -383,6 +383,79 @@ _KINDS = [
         "The broker fails to load the log dir.",
         None,
     ),
+    # --- accounting: every path given is classified, and what is not checked is said -----------
+    FindingKind(
+        "wrong-file-type",
+        Severity.ERROR,
+        "path",
+        "An entry that is not a regular file where one is expected (a directory named like a segment, "
+        "a FIFO, socket or device): kdump does not read it, as reading could block or never end.",
+        "The broker skips a directory named like a segment file and fails on a special file.",
+        None,
+    ),
+    FindingKind(
+        "symlink-loop",
+        Severity.ERROR,
+        "path",
+        "A symbolic link that resolves back into itself: nothing behind it can be read.",
+        "Opening it fails with `Too many levels of symbolic links`; the log dir fails to load.",
+        None,
+    ),
+    FindingKind(
+        "dangling-symlink",
+        Severity.ERROR,
+        "path",
+        "A symbolic link whose target does not exist: a file was moved or deleted behind it.",
+        "Opening it fails (NoSuchFileException); the data it stood for is gone.",
+        None,
+    ),
+    FindingKind(
+        "unknown-entry",
+        Severity.ERROR,
+        "path",
+        "A file or directory kdump does not recognise in a partition directory, a log dir or a "
+        "directory of log dirs: it was not checked. `--allow-unknown` reports it as info instead.",
+        "The broker ignores unknown files; an unknown directory in a log dir stops it loading the "
+        "log dir (`not in the form of topic-partition`).",
+        None,
+    ),
+    FindingKind(
+        "segment-name-invalid",
+        Severity.ERROR,
+        "partition",
+        "A `.log` or index file not named `<20-digit offset>.<kind>`. kdump still checks a misnamed "
+        "`.log`: with the base offset the broker reads from its name, or from its first batch.",
+        "The broker parses the digits before the first dot and opens the 20-digit file of that "
+        "offset instead, so the misnamed file is never served; a name with no number fails the load.",
+        None,
+    ),
+    FindingKind(
+        "partition-name-invalid",
+        Severity.ERROR,
+        "log-dir",
+        "A directory in a log dir that holds segment files but is not named `<topic>-<partition>`; "
+        "kdump checks it as a partition.",
+        "The broker refuses to load the log dir (`is not in the form of topic-partition`).",
+        None,
+    ),
+    FindingKind(
+        "nothing-to-check",
+        Severity.ERROR,
+        "path",
+        "A path given to verify held no partition, no segment or no log byte: a gate that checked "
+        "nothing must not pass. `--allow-empty` accepts empty segments and partitions.",
+        "-",
+        None,
+    ),
+    FindingKind(
+        "incomplete-check",
+        Severity.ERROR,
+        "partition",
+        "verify checked fewer log bytes than the segment files held when listed, without "
+        "`--max-bytes` asking for less (a file shrank, vanished or could not be read whole).",
+        "-",
+        None,
+    ),
 ]
 
 CATALOG: dict[str, FindingKind] = {k.code: k for k in _KINDS}

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, discover_all, format_option, resolve_format
+from kdump.cli.output import diag, discover_all, format_option, resolve_format, say_problems
 from kdump.cli.timespec import TimeParam
 from kdump.errors import KdumpError
 from kdump.model.log_dir import Target
@@ -19,7 +19,7 @@ from kdump.render.rows import ENCODINGS
 
 
 @click.command("dump")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))
 @click.option(
     "--records", is_flag=True, help="Also show every record (offset, timestamp, key, value, headers)."
 )
@@ -94,6 +94,9 @@ def dump_command(
       kdump dump --records --format json --encoding base64 00000000000000000000.log | jq .
     """
     targets, failed = discover_all(paths)
+    problems = [f for t in targets for f in t.problems]
+    problems += [f for t in targets for p in t.partitions() for f in p.problems]
+    failed = say_problems(problems) or failed
     options = DumpOptions(
         records=records or key is not None,
         filter=DumpFilter(

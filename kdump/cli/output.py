@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 import click
 
 from kdump.errors import KdumpError
-from kdump.model.log_dir import Target, discover
+from kdump.findings import Finding, Severity
+from kdump.model.log_dir import Target, discover, expand
 
 FORMATS = ("text", "json", "rich")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -46,12 +47,7 @@ def progress_bar(
     """A progress bar on stderr for long runs at a terminal; never in JSON mode."""
     if fmt == "json" or not sys.stderr.isatty():
         return None
-    total = 0
-    for t in targets:
-        for root, _dirs, files in (
-            os.walk(t.path) if t.kind != "file" else [(str(t.path.parent), [], [t.path.name])]
-        ):
-            total += sum(os.path.getsize(os.path.join(root, n)) for n in files if n.endswith(".log"))
+    total = sum(t.log_bytes for t in targets)
     if total < (256 << 20):
         return None
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
@@ -72,14 +68,60 @@ def progress_bar(
     return lambda n: bar.advance(task, n)
 
 
-def discover_all(paths: tuple[str, ...]) -> tuple[list[Target], bool]:
-    """Classify every path; report the unreadable ones on stderr."""
+def allow_unknown_option(fn: F) -> F:
+    """The shared `--allow-unknown` option."""
+    return click.option(
+        "--allow-unknown",
+        is_flag=True,
+        help="Report files and directories kdump does not recognise as info instead of errors.",
+    )(fn)
+
+
+def discover_all(
+    paths: tuple[str, ...], *, allow_unknown: bool = False, expand_dirs: bool = True
+) -> tuple[list[Target], bool]:
+    """Classify every path (a path given twice counts once); say on stderr what a path was taken
+    to be where its name does not say (a file read by its content, a directory of log dirs);
+    report the unreadable ones there. With `expand_dirs`, a directory of log dirs becomes
+    the log dirs under it, and the findings about its own entries are said on stderr."""
+    unknown = Severity.INFO if allow_unknown else Severity.ERROR
     targets: list[Target] = []
     failed = False
+    seen: set[str] = set()
     for p in paths:
+        key = os.path.realpath(p)
+        if key in seen:
+            diag(f"{p}: given twice; worked on once")
+            continue
+        seen.add(key)
         try:
-            targets.append(discover(p))
+            target = discover(p, unknown=unknown)
         except KdumpError as exc:
             diag(str(exc))
             failed = True
+            continue
+        if target.note is not None or target.kind == "log-dirs":
+            diag(f"{p}: taken as {target.taken_as()}")
+        if expand_dirs and target.kind == "log-dirs":
+            for t in expand([target]):
+                if t.kind == "log-dirs":
+                    failed = say_problems(list(t.problems)) or failed
+                else:
+                    targets.append(t)
+            continue
+        targets.append(target)
     return targets, failed
+
+
+# Findings that mean kdump could not read what it was given: a repair stops with exit 3 on them.
+UNREADABLE_CODES = frozenset({"unreadable-file", "symlink-loop", "dangling-symlink"})
+
+
+def say_problems(problems: list[Finding]) -> bool:
+    """Say on stderr the findings about the paths a repair was given; True when one means an input
+    could not be read (the repair then exits 3, never "nothing to do")."""
+    failed = False
+    for f in problems:
+        diag(f"{f.file}: {f.code}: {f.message}")
+        failed = failed or f.code in UNREADABLE_CODES
+    return failed

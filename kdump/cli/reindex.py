@@ -9,16 +9,29 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import discover_all, format_option, progress_bar, resolve_format
+from kdump.cli.output import (
+    allow_unknown_option,
+    discover_all,
+    format_option,
+    progress_bar,
+    resolve_format,
+    say_problems,
+)
 from kdump.cli.repair import check_backup_dir, interval_options, repair_options, write_rows
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, ReindexPlan, apply_reindex, plan_reindex
 from kdump.ops.topic_config import IntervalResolver
 
 
 @click.command("reindex")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))
 @repair_options
 @interval_options
+@click.option(
+    "--rebuild-all",
+    is_flag=True,
+    help="Rebuild every index with the recovery rule, not only those verify finds wrong or missing.",
+)
+@allow_unknown_option
 @format_option
 def reindex_command(
     paths: tuple[str, ...],
@@ -26,18 +39,22 @@ def reindex_command(
     backup_dir: Path | None,
     index_interval_bytes: int | None,
     metadata_log: Path | None,
+    rebuild_all: bool,
+    allow_unknown: bool,
     fmt: str | None,
 ) -> None:
     """Rebuild segment indexes offline, byte for byte as the broker's recovery writes them.
 
-    Only the valid prefix of each log is indexed (what recovery keeps). A dry run by default: it
-    shows, per segment, which index files differ and how. With --apply every replaced file is
+    Only the valid prefix of each log is indexed (what recovery keeps). By default only the index
+    files that `kdump verify` finds wrong or missing are rebuilt: the broker writes some correct
+    entries on append that its recovery rule would place elsewhere (--rebuild-all rewrites those
+    too). A dry run by default: it shows, per segment, which index files differ and how. With --apply every replaced file is
     first copied to the backup dir, then rewritten atomically (temporary file, fsync, rename).
     Refuses (exit 4) while a broker holds the log dir's .lock.
 
     \b
     Exit codes: 0 nothing to do or done, 1 changes would be made (dry run), 2 usage,
-    3 cannot read or write, 4 refused.
+    3 cannot read or write (a log that cannot be read is never "nothing to do"), 4 refused.
 
     \b
     Examples:
@@ -46,14 +63,19 @@ def reindex_command(
     """
     fmt = resolve_format(fmt)
     check_backup_dir(backup_dir)
-    targets, failed = discover_all(paths)
+    targets, failed = discover_all(paths, allow_unknown=allow_unknown)
     plans: list[ReindexPlan] = []
     with ExitStack() as stack:
         progress = progress_bar(stack, targets, fmt, "reading")
         intervals = IntervalResolver(index_interval_bytes, metadata_log, DEFAULT_INDEX_INTERVAL_BYTES)
         for t in targets:
-            plans.extend(plan_reindex(t, progress=progress, intervals=intervals))
+            plans.extend(plan_reindex(t, progress=progress, intervals=intervals, rebuild_all=rebuild_all))
+    failed = (
+        say_problems([f for t in targets for f in t.problems] + [f for p in plans for f in p.problems])
+        or failed
+    )
     pending = sum(len(p.changes) for p in plans)
+    kept = sum(p.kept for p in plans)
     rows = []
     for plan in plans:
         if fmt != "json" and plan.changes:
@@ -101,13 +123,21 @@ def reindex_command(
                     "files": pending,
                     "applied": apply,
                     "partitions": len(plans),
+                    "kept": kept,
                 },
             ]
         )
+    elif failed:
+        click.echo(f"{pending} files would change; some input could not be read (see above)")
     elif pending == 0:
-        click.echo("indexes are as the broker would rebuild them: nothing to do")
+        click.echo("indexes are as verify expects them: nothing to do")
     elif not apply:
         click.echo(f"{pending} files would change; run again with --apply to write them")
+    if kept and fmt != "json":
+        click.echo(
+            f"{kept} index files differ from the recovery rule but verify finds them correct: kept "
+            "(--rebuild-all rewrites them)"
+        )
     if failed:
         sys.exit(ExitCode.UNREADABLE)
     sys.exit(ExitCode.FINDINGS if pending and not apply else ExitCode.OK)

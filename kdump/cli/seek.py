@@ -76,7 +76,7 @@ def parse_target(text: str) -> SeekTarget:
 
 @click.command("seek-by-time", cls=_SeekCommand)
 @click.argument("time_text", metavar="TIME")
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path(readable=False))
 @click.option(
     "--log-dir",
     type=click.Path(file_okay=False),

@@ -8,14 +8,14 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import discover_all, format_option, resolve_format
+from kdump.cli.output import discover_all, format_option, resolve_format, say_problems
 from kdump.cli.repair import check_backup_dir, interval_options, repair_options, write_rows
 from kdump.ops.topic_config import IntervalResolver
 from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
 
 
 @click.command("trim-tail")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))
 @repair_options
 @click.option(
     "--to-offset", type=click.IntRange(min=0), help="Truncate the partition so this offset and later go."
@@ -63,6 +63,9 @@ def trim_command(
         if t.kind == "file" and not t.path.name.endswith(".log"):
             raise click.UsageError(f"{t.given} is not a segment .log file or a partition directory")
         plans.extend(plan_trim_tail(t, to_offset=to_offset, drop_later_segments=drop_later_segments))
+    problems = [f for t in targets for f in t.problems]
+    problems += [f for t in targets for p in t.partitions() for f in p.problems]
+    failed = say_problems(problems) or failed
     rows = []
     pending = [p for p in plans if p.needed]
     for plan in plans:

@@ -11,13 +11,21 @@ from typing import Any
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, discover_all, format_option, progress_bar, resolve_format
+from kdump.cli.output import (
+    UNREADABLE_CODES,
+    allow_unknown_option,
+    diag,
+    discover_all,
+    format_option,
+    progress_bar,
+    resolve_format,
+)
 from kdump.findings import Severity
 from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
 
 
 @click.command("verify")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))
 @click.option("--deep", is_flag=True, help="Also decompress and decode every record.")
 @click.option(
     "--fail-on",
@@ -52,6 +60,12 @@ from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
     type=click.Path(file_okay=False),
     help="With --engine spark: write the findings as Parquet and JSON Lines into this directory.",
 )
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Pass a path whose segments hold no byte (new, empty partitions); without it that fails.",
+)
+@allow_unknown_option
 @format_option
 def verify_command(
     paths: tuple[str, ...],
@@ -63,15 +77,22 @@ def verify_command(
     engine: str,
     master: str | None,
     output: str | None,
+    allow_empty: bool,
+    allow_unknown: bool,
     fmt: str | None,
 ) -> None:
     """Check segments, indexes and partition state; exit 1 when damage is found.
 
-    PATH may be a segment file, a partition directory or a whole log dir; partitions are checked
-    in parallel. Nothing is ever written (except the --junit report you ask for).
+    PATH may be a segment file, a partition directory, a whole log dir or a directory of log dirs
+    (copies of several brokers); partitions are checked in parallel. Every entry under PATH is
+    accounted for: what kdump cannot read or does not recognise is a finding, and every summary
+    says how many log bytes were checked of how many there were. A path that holds nothing to
+    check fails. Nothing is ever written (except the --junit report you ask for).
 
     \b
-    Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage error, 3 a path could not be read.
+    Exit codes: 0 clean, 1 findings at or above --fail-on (an unrecognised entry, nothing to
+    check and a check that covered less than it was given are errors), 2 usage error, 3 a path
+    could not be read.
 
     \b
     Examples:
@@ -81,8 +102,8 @@ def verify_command(
     """
     threshold = Severity.parse(fail_on)
     fmt = resolve_format(fmt)
-    targets, unreadable = discover_all(paths)
-    options = VerifyOptions(deep=deep, max_bytes=max_bytes, jobs=jobs)
+    targets, unreadable = discover_all(paths, allow_unknown=allow_unknown, expand_dirs=False)
+    options = VerifyOptions(deep=deep, max_bytes=max_bytes, jobs=jobs, allow_empty=allow_empty)
     if engine == "spark":
         from kdump.spark.fleet import run_fleet_verify
 
@@ -113,7 +134,7 @@ def verify_command(
 
 
 def _exit_code(reports: list[PartitionReport], threshold: Severity, unreadable: bool) -> int:
-    if unreadable or any(f.code == "unreadable-file" for r in reports for f in r.findings):
+    if unreadable or any(f.code in UNREADABLE_CODES for r in reports for f in r.findings):
         return int(ExitCode.UNREADABLE)
     if any((r.worst() or 0) >= threshold for r in reports):
         return int(ExitCode.FINDINGS)
@@ -169,9 +190,10 @@ def _print_reports(
         verify_table(console, reports, code)
     else:
         f = total["findings"]
+        coverage = render.coverage_text(total["log_bytes"], total["checked_bytes"], total["limited"])
         sys.stdout.write(
             f"Total: {total['partitions']} partitions, {total['segments']} segments, {total['batches']} batches, "
             f"{total['records']} records; {f['error']} errors, {f['warning']} warnings, {f['info']} info; "
-            f"exit {code}\n"
+            f"{coverage}; exit {code}\n"
         )
     sys.stdout.flush()

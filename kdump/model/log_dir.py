@@ -1,8 +1,10 @@
-"""Log directories, and turning the paths a user gives into what to work on.
+"""Log directories, directories of log dirs, and turning the paths a user gives into what to work on.
 
-A path may name a single file, a partition directory, or a whole log dir (a directory holding
-partition directories, `meta.properties` and the checkpoint files). Kafka holds an exclusive lock on
-`<log dir>/.lock` while a broker uses the directory.
+A path may name a single file, a partition directory, a whole log dir (partition directories,
+`meta.properties` and the checkpoint files), or a directory holding log dirs (an incident team's
+`copies/broker1/`, `copies/broker2/`). Every entry under it is classified by `kdump.model.entries`;
+what is not recognised or cannot be read becomes a finding of the directory that holds it. Kafka
+holds an exclusive lock on `<log dir>/.lock` while a broker uses the directory.
 """
 
 from __future__ import annotations
@@ -12,19 +14,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdump.errors import PathError
-from kdump.formats.filenames import parse_partition_dir_name, parse_segment_file_name
-from kdump.model.partition import PartitionDir
-
-LOG_DIR_FILES = (
-    "meta.properties",
-    "recovery-point-offset-checkpoint",
-    "replication-offset-checkpoint",
-    "log-start-offset-checkpoint",
-    "cleaner-offset-checkpoint",
-    "bootstrap.checkpoint",
-    ".kafka_cleanshutdown",
+from kdump.findings import Finding, Severity, make_finding
+from kdump.formats.filenames import LOG_DIR_FILES, parse_partition_dir_name, parse_segment_file_name
+from kdump.model.entries import (
+    FileType,
+    NameKind,
+    classify_name,
+    entry_findings,
+    file_kind,
+    list_dir,
+    probe,
+    readable,
+    unknown_finding,
 )
+from kdump.model.partition import PartitionDir
+from kdump.model.segment import Segment, base_offset_from_content
+
 LOCK_FILE = ".lock"
+# How deep below a given directory log dirs are looked for (copies/<dc>/<broker>/ is two levels).
+MAX_LOG_DIR_DEPTH = 4
 
 
 @dataclass(slots=True)
@@ -34,80 +42,239 @@ class LogDir:
     path: Path
     partitions: list[PartitionDir] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    leftovers: list[Path] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)
 
     @classmethod
-    def load(cls, path: Path) -> LogDir:
-        """List a log dir's partition directories and files."""
+    def load(cls, path: Path, *, unknown: Severity = Severity.ERROR) -> LogDir:
+        """List and classify a log dir's entries (no file contents are read)."""
         log_dir = cls(path)
-        try:
-            names = sorted(os.listdir(path))
-        except OSError as exc:
-            raise PathError(f"cannot list {path}: {exc.strerror or exc}") from exc
+        names = list_dir(path)
+        if isinstance(names, str):
+            raise PathError(f"cannot list {path}: {names}")
         for name in names:
             p = path / name
-            if p.is_dir() and looks_like_partition_dir(p):
-                log_dir.partitions.append(PartitionDir.load(p))
-            elif p.is_file() and name in LOG_DIR_FILES:
+            pr = probe(p)
+            if pr.type == FileType.DIR:
+                if parse_partition_dir_name(name) is None:
+                    if not _holds_segments(p):
+                        log_dir.problems.append(unknown_finding(pr, "log dir", unknown))
+                        continue
+                    log_dir.problems.append(
+                        make_finding(
+                            "partition-name-invalid",
+                            str(p),
+                            f"{name} holds segment files but is not named <topic>-<partition>: the broker "
+                            "refuses to load the log dir; kdump checked it as a partition",
+                        )
+                    )
+                try:
+                    log_dir.partitions.append(PartitionDir.load(p, unknown=unknown))
+                except PathError as exc:
+                    log_dir.problems.append(make_finding("unreadable-file", str(p), str(exc)))
+                continue
+            kind = classify_name(name, "log-dir")
+            if pr.type != FileType.FILE:
+                log_dir.problems.extend(entry_findings(pr, "a log dir file"))
+                continue
+            if kind == NameKind.UNKNOWN:
+                log_dir.problems.append(unknown_finding(pr, "log dir", unknown))
+                continue
+            why = readable(pr)
+            if why is not None:
+                log_dir.problems.append(make_finding("unreadable-file", str(p), f"cannot read {name}: {why}"))
+            elif kind == NameKind.LEFTOVER:
+                log_dir.leftovers.append(p)
+            else:
                 log_dir.files.append(p)
         return log_dir
 
 
+def _holds_segments(path: Path) -> bool:
+    names = list_dir(path)
+    return not isinstance(names, str) and any(parse_segment_file_name(n) is not None for n in names)
+
+
 def looks_like_partition_dir(path: Path) -> bool:
     """A directory named like `<topic>-<n>` or holding segment files."""
-    if parse_partition_dir_name(path.name) is not None:
-        return True
-    try:
-        return any(parse_segment_file_name(n) is not None for n in os.listdir(path))
-    except OSError:
-        return False
+    return parse_partition_dir_name(path.name) is not None or _holds_segments(path)
 
 
 def looks_like_log_dir(path: Path) -> bool:
     """A directory holding partition directories or log-dir-level files."""
-    try:
-        names = os.listdir(path)
-    except OSError:
+    names = list_dir(path)
+    if isinstance(names, str):
         return False
     if any(n in LOG_DIR_FILES for n in names):
         return True
-    return any((path / n).is_dir() and parse_partition_dir_name(n) is not None for n in names)
+    return any(parse_partition_dir_name(n) is not None and (path / n).is_dir() for n in names)
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One thing a command works on: a file, a partition directory, or a log dir."""
+    """One thing a command works on, as the user gave it, and what kdump took it to be.
+
+    `kind` is "file", "partition", "log-dir" or "log-dirs" (a directory holding log dirs, whose
+    `children` are the log dirs found under it). `problems` are findings about the entries of the
+    target itself (its unrecognised, unreadable or wrongly typed entries; a file's wrong type).
+    """
 
     given: str
     path: Path
-    kind: str  # "file" | "partition" | "log-dir"
+    kind: str
     log_dir_path: Path | None  # the log dir that holds it, if known (for checkpoints and the lock)
+    problems: tuple[Finding, ...] = ()
+    children: tuple[Target, ...] = ()
+    # How a file given alone is read, when its name does not say (e.g. "a segment, by its content").
+    note: str | None = None
+    segments: tuple[Segment, ...] = ()  # kind "file": the segment(s) it belongs to
+    parts: tuple[PartitionDir, ...] = ()
+    log_dir_files: tuple[Path, ...] = ()
 
     def partitions(self) -> list[PartitionDir]:
-        """The partition directories of this target (none for a single file)."""
-        if self.kind == "partition":
-            return [PartitionDir.load(self.path)]
+        """The partition directories of this target (for log-dirs: of every log dir under it)."""
+        if self.kind == "log-dirs":
+            return [p for c in self.children for p in c.partitions()]
+        return list(self.parts)
+
+    @property
+    def log_bytes(self) -> int:
+        """The bytes in the segment `.log` files of this target, when listed."""
+        if self.kind == "file":
+            return sum(_size(s.log) for s in self.segments)
+        return sum(p.log_bytes for p in self.partitions())
+
+    def taken_as(self) -> str:
+        """What kdump took the given path to be, in words."""
+        if self.kind == "log-dirs":
+            return f"a directory of {len(self.children)} log dirs"
         if self.kind == "log-dir":
-            return LogDir.load(self.path).partitions
-        return []
+            return f"a log dir of {len(self.parts)} partitions"
+        if self.kind == "partition":
+            segs = len(self.parts[0].segments) if self.parts else 0
+            return f"a partition directory of {segs} segments"
+        return self.note or "a file"
 
 
-def discover(given: str) -> Target:
-    """Classify a path the user gave.
+def _size(path: Path | None) -> int:
+    try:
+        return os.path.getsize(path) if path is not None else 0
+    except OSError:
+        return 0
+
+
+def discover(given: str, *, unknown: Severity = Severity.ERROR) -> Target:
+    """Classify a path the user gave, and every entry under it.
 
     Raises:
         PathError: it does not exist or cannot be read.
     """
     path = Path(given)
-    if not os.path.exists(path):
+    pr = probe(path)
+    if pr.type == FileType.MISSING:
         raise PathError(f"{given}: no such file or directory")
-    if path.is_file():
-        parent = path.resolve().parent
-        return Target(given, path, "file", _holding_log_dir(parent))
-    if not os.access(path, os.R_OK | os.X_OK):
+    if pr.type == FileType.FILE:
+        why = readable(pr)
+        if why is not None:
+            raise PathError(f"{given}: cannot read: {why}")
+        return _file_target(given, path)
+    if pr.type != FileType.DIR:
+        problems = entry_findings(pr, "a Kafka file or directory")
+        return Target(given, path, "file", None, tuple(problems), note=f"a {pr.type.value}")
+    if not os.access(path, os.R_OK | os.X_OK) or isinstance(list_dir(path), str):
         raise PathError(f"{given}: permission denied")
+    return _dir_target(given, path, unknown, 0)
+
+
+def _dir_target(given: str, path: Path, unknown: Severity, depth: int) -> Target:
     if looks_like_partition_dir(path) and not looks_like_log_dir(path):
-        return Target(given, path, "partition", _holding_log_dir(path.resolve()))
-    return Target(given, path, "log-dir", path)
+        part = PartitionDir.load(path, unknown=unknown)
+        return Target(given, path, "partition", _holding_log_dir(path.resolve()), parts=(part,))
+    if looks_like_log_dir(path) or depth >= MAX_LOG_DIR_DEPTH:
+        return _log_dir_target(given, path, unknown)
+    children = []
+    problems: list[Finding] = []
+    names = list_dir(path)
+    for name in names if not isinstance(names, str) else []:
+        p = path / name
+        pr = probe(p)
+        if pr.type == FileType.DIR and _holds_log_dirs(p, depth + 1):
+            children.append(_dir_target(os.path.join(given, name), p, unknown, depth + 1))
+        elif pr.type in (FileType.DIR, FileType.FILE):
+            problems.append(unknown_finding(pr, "directory of log dirs", unknown))
+        else:
+            problems.extend(entry_findings(pr, "a log dir"))
+    if not children:
+        # Nothing Kafka-shaped anywhere below: call it a log dir with no partitions, so its entries
+        # are reported as unrecognised and the command says it found nothing to work on.
+        return _log_dir_target(given, path, unknown)
+    return Target(given, path, "log-dirs", None, tuple(problems), tuple(children))
+
+
+def _holds_log_dirs(path: Path, depth: int) -> bool:
+    if looks_like_log_dir(path) or looks_like_partition_dir(path):
+        return True
+    if depth >= MAX_LOG_DIR_DEPTH:
+        return False
+    names = list_dir(path)
+    return not isinstance(names, str) and any(
+        (path / n).is_dir() and _holds_log_dirs(path / n, depth + 1) for n in names
+    )
+
+
+def _log_dir_target(given: str, path: Path, unknown: Severity) -> Target:
+    log_dir = LogDir.load(path, unknown=unknown)
+    problems = list(log_dir.problems)
+    problems.extend(
+        make_finding("leftover-file", str(p), f"{p.name} was left by an interrupted checkpoint write")
+        for p in log_dir.leftovers
+    )
+    return Target(
+        given,
+        path,
+        "log-dir",
+        path,
+        tuple(problems),
+        parts=tuple(log_dir.partitions),
+        log_dir_files=tuple(log_dir.files),
+    )
+
+
+def _file_target(given: str, path: Path) -> Target:
+    parent = path.resolve().parent
+    log_dir = _holding_log_dir(parent)
+    kind = file_kind(path)
+    info = parse_segment_file_name(path.name)
+    if kind is not None and kind != "log":
+        if kind in ("index", "timeindex", "txnindex") and info is not None and info.suffix == "":
+            # An index is judged against the batches it points into: check its segment.
+            log = path.with_name(f"{info.base_offset:020d}.log")
+            if log.is_file():
+                return Target(given, path, "file", log_dir, segments=(_segment_at(log, info.base_offset),))
+            return Target(given, path, "file", log_dir, note=f"a .{kind} file with no {log.name} beside it")
+        return Target(given, path, "file", log_dir)
+    if info is not None:
+        if info.suffix:
+            return Target(
+                given, path, "file", log_dir, segments=(Segment(info.base_offset, path, suffix=info.suffix),)
+            )
+        return Target(given, path, "file", log_dir, segments=(_segment_at(path, info.base_offset),))
+    # The name says nothing: read it as a segment, with the base offset of its first batch.
+    base = base_offset_from_content(path)
+    note = (
+        f"a segment by its content, base offset {base} from its first batch"
+        if base is not None
+        else "a segment by its content, base offset 0 assumed: no batch decodes at its start"
+    )
+    return Target(given, path, "file", log_dir, note=note, segments=(Segment(base or 0, path),))
+
+
+def _segment_at(log: Path, base: int) -> Segment:
+    def sibling(ext: str) -> Path | None:
+        p = log.with_suffix(ext)
+        return p if p.is_file() else None
+
+    return Segment(base, log, sibling(".index"), sibling(".timeindex"), sibling(".txnindex"))
 
 
 def _holding_log_dir(partition_path: Path) -> Path | None:
@@ -116,3 +283,20 @@ def _holding_log_dir(partition_path: Path) -> Path | None:
     if looks_like_log_dir(parent) and parse_partition_dir_name(partition_path.name) is not None:
         return parent
     return None
+
+
+def expand(targets: list[Target]) -> list[Target]:
+    """Targets with every directory of log dirs preceded by the log dirs under it, so that each is
+    worked on and reported on its own (the directory itself then stands for its own entries)."""
+    out: list[Target] = []
+    for t in targets:
+        if t.kind == "log-dirs":
+            out.extend(expand(list(t.children)))
+        out.append(t)
+    return out
+
+
+def segments_of_file(path: Path) -> list[Segment]:
+    """The segment a file given alone belongs to (its .log, the .log beside an index, or the file
+    itself read as a segment when its name says nothing)."""
+    return list(_file_target(str(path), path).segments)

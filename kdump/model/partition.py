@@ -1,17 +1,37 @@
-"""A partition directory (`<topic>-<partition>/`): its segments, state files and leftovers."""
+"""A partition directory (`<topic>-<partition>/`): its segments, state files, leftovers and the rest.
+
+Every entry is sorted by the one classifier (`kdump.model.entries`): nothing in the directory is
+passed over in silence. What kdump cannot read, does not recognise, or what the broker would not
+load as named, is a finding in `problems`.
+"""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdump.errors import PathError
-from kdump.formats.filenames import parse_partition_dir_name, parse_segment_file_name
-from kdump.model.segment import Segment
+from kdump.findings import Finding, Severity, make_finding
+from kdump.formats.filenames import (
+    LEADER_EPOCH_CHECKPOINT,
+    PARTITION_METADATA,
+    parse_partition_dir_name,
+    parse_segment_file_name,
+)
+from kdump.model.entries import (
+    FileType,
+    NameKind,
+    broker_offset_from_name,
+    classify_name,
+    entry_findings,
+    list_dir,
+    probe,
+    readable,
+    unknown_finding,
+)
+from kdump.model.segment import Segment, base_offset_from_content
 
-LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
-PARTITION_METADATA = "partition.metadata"
+_INDEX_KINDS = ("index", "timeindex", "txnindex")
 
 
 @dataclass(slots=True)
@@ -27,6 +47,10 @@ class PartitionDir:
     orphan_indexes: list[Path] = field(default_factory=list)
     kraft_checkpoints: list[Path] = field(default_factory=list)
     other_files: list[Path] = field(default_factory=list)
+    # Findings about the directory's entries themselves (unreadable, wrong type, unrecognised, misnamed).
+    problems: list[Finding] = field(default_factory=list)
+    # Sizes of the segment `.log` files when listed: the bytes there are to check.
+    log_bytes: int = 0
 
     @property
     def leader_epoch_checkpoint(self) -> Path | None:
@@ -46,41 +70,85 @@ class PartitionDir:
         return self.path.name
 
     @classmethod
-    def load(cls, path: Path) -> PartitionDir:
-        """List a partition directory (no file contents are read)."""
+    def load(cls, path: Path, *, unknown: Severity = Severity.ERROR) -> PartitionDir:
+        """List and classify a partition directory (no file contents are read, except the first
+        batch of a segment whose name gives no base offset).
+
+        Raises:
+            PathError: the directory cannot be listed.
+        """
         parsed = parse_partition_dir_name(path.name)
         part = cls(path, parsed.topic if parsed else None, parsed.partition if parsed else None)
-        try:
-            names = sorted(os.listdir(path))
-        except OSError as exc:
-            raise PathError(f"cannot list {path}: {exc.strerror or exc}") from exc
+        names = list_dir(path)
+        if isinstance(names, str):
+            raise PathError(f"cannot list {path}: {names}")
         found: dict[int, dict[str, Path]] = {}
+        misnamed: list[tuple[int, Path]] = []
         for name in names:
             p = path / name
-            info = parse_segment_file_name(name)
-            if info is None or not p.is_file():
-                if p.is_file() and name not in (LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA):
-                    part.other_files.append(p)
+            kind = classify_name(name, "partition")
+            pr = probe(p)
+            if pr.type != FileType.FILE:
+                if pr.type == FileType.DIR and kind == NameKind.UNKNOWN:
+                    part.problems.append(unknown_finding(pr, "partition directory", unknown))
+                elif pr.type == FileType.DIR:
+                    part.problems.append(
+                        make_finding(
+                            "wrong-file-type", str(p), f"{name} is a directory, not a file; it was not read"
+                        )
+                    )
+                else:
+                    part.problems.extend(entry_findings(pr, f"a {kind.value} file"))
                 continue
-            if info.suffix in ("deleted", "cleaned", "swap"):
-                part.leftovers.append(p)
-                continue
-            if info.kind == "snapshot":
-                part.snapshots[info.base_offset] = p
-            elif info.kind == "checkpoint":
-                part.kraft_checkpoints.append(p)
-            elif info.suffix == "":
-                found.setdefault(info.base_offset, {})[info.kind] = p
-            else:
+            if kind == NameKind.UNKNOWN:
                 part.other_files.append(p)
+                part.problems.append(unknown_finding(pr, "partition directory", unknown))
+                continue
+            why = readable(pr)
+            if why is not None:
+                part.problems.append(make_finding("unreadable-file", str(p), f"cannot read {name}: {why}"))
+                continue
+            if kind == NameKind.STATE:
+                continue
+            if kind == NameKind.LEFTOVER:
+                part.leftovers.append(p)
+            elif kind == NameKind.MISNAMED_LOG:
+                base = _misnamed_log(part, p)
+                misnamed.append((base, p))
+                part.log_bytes += pr.size
+            elif kind == NameKind.MISNAMED_INDEX:
+                part.other_files.append(p)
+                part.problems.append(
+                    make_finding(
+                        "segment-name-invalid",
+                        str(p),
+                        f"{name} is not named <20-digit offset>.<kind>; the broker takes it for an index "
+                        "but no segment uses it, and kdump did not check it",
+                    )
+                )
+            else:
+                info = parse_segment_file_name(name)
+                assert info is not None
+                if kind == NameKind.SNAPSHOT:
+                    part.snapshots[info.base_offset] = p
+                elif kind == NameKind.CHECKPOINT:
+                    part.kraft_checkpoints.append(p)
+                else:
+                    found.setdefault(info.base_offset, {})[kind.value] = p
+                    if kind == NameKind.LOG:
+                        part.log_bytes += pr.size
         for base in sorted(found):
             files = found[base]
             if "log" not in files:
-                part.orphan_indexes.extend(files[k] for k in ("index", "timeindex", "txnindex") if k in files)
+                part.orphan_indexes.extend(files[k] for k in _INDEX_KINDS if k in files)
                 continue
             part.segments.append(
                 Segment(base, files["log"], files.get("index"), files.get("timeindex"), files.get("txnindex"))
             )
+        if misnamed:
+            # A misnamed log is still checked, in offset order with the others: never dropped.
+            part.segments.extend(Segment(base, p) for base, p in misnamed)
+            part.segments.sort(key=lambda s: (s.base_offset, str(s.log)))
         return part
 
     def leftover_segments(self) -> list[Segment]:
@@ -91,3 +159,26 @@ class PartitionDir:
             if info is not None and info.kind == "log":
                 out.append(Segment(info.base_offset, p, suffix=info.suffix))
         return out
+
+
+def _misnamed_log(part: PartitionDir, p: Path) -> int:
+    """The base offset to check a misnamed `.log` with, and the finding that says what the broker does."""
+    broker_base = broker_offset_from_name(p.name)
+    if broker_base is not None and broker_base >= 0:
+        canonical = f"{broker_base:020d}.log"
+        message = (
+            f"{p.name} is not named <20-digit offset>.log: the broker reads base offset {broker_base} from "
+            f"it and opens {canonical} instead, so this file's data is never served; kdump checked it "
+            f"as the segment at offset {broker_base}"
+        )
+        base = broker_base
+    else:
+        content_base = base_offset_from_content(p)
+        base = content_base if content_base is not None else 0
+        message = (
+            f"{p.name} is not named <20-digit offset>.log: the broker cannot parse an offset from it and "
+            f"fails to load this partition; kdump checked it with base offset {base} "
+            + ("from its first batch" if content_base is not None else "(no batch decodes)")
+        )
+    part.problems.append(make_finding("segment-name-invalid", str(p), message, offset=base))
+    return base

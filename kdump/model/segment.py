@@ -6,6 +6,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from kdump.errors import KdumpError
+from kdump.formats.batch import BatchHeader
+from kdump.formats.records import Record
 from kdump.scan.events import Event, ScanMode
 from kdump.scan.log_scanner import scan_log
 from kdump.scan.source import open_buffer
@@ -51,3 +54,26 @@ class Segment:
                 max_bytes=max_bytes,
                 start=start,
             )
+
+
+def base_offset_from_content(path: Path) -> int | None:
+    """The offset of a log's first entry, for a segment whose name does not give it.
+
+    A v2 batch carries its base offset; a legacy wrapper carries its last inner offset, so the
+    first record's offset is decoded instead. None when no entry decodes (the scan then reports why).
+    """
+    try:
+        with open_buffer(path) as buf:
+            for ev in scan_log(buf, file=str(path), resync=False):
+                if isinstance(ev, BatchHeader):
+                    if ev.base_offset is not None:
+                        return ev.base_offset
+                    break
+            else:
+                return None
+            for ev in scan_log(buf, file=str(path), deep=True, resync=False):
+                if isinstance(ev, Record):
+                    return ev.offset
+    except KdumpError:
+        return None
+    return None

@@ -14,9 +14,10 @@ from pathlib import Path
 from kdump.findings import Finding, make_finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
+from kdump.model.entries import file_kind, segment_base_offset
 from kdump.model.log_dir import Target
 from kdump.model.segment import Segment
-from kdump.ops.files import Entry, FileStart, file_kind, segment_base_offset
+from kdump.ops.files import Entry, FileStart
 from kdump.ops.internal import InternalRecord, attach_decoded, choose_decoder
 from kdump.ops.state_files import dump_state_file
 from kdump.scan.events import Event, ScanSummary

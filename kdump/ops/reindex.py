@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdump.errors import KdumpError
+from kdump.findings import CATALOG, Finding, Severity
 from kdump.formats.offset_index import (
     OffsetIndexContents,
     OffsetIndexEntry,
@@ -38,7 +39,7 @@ from kdump.model.segment import Segment
 from kdump.ops.safety import Journal, default_backup_dir, log_dir_lock
 from kdump.ops.segment_check import SegmentResult
 from kdump.ops.topic_config import IntervalResolver
-from kdump.ops.verify import Progress, VerifyOptions, check_segments, expected_aborts
+from kdump.ops.verify import Progress, VerifyOptions, check_segments, check_transactions, expected_aborts
 from kdump.scan.index_checks import BatchSpan
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
@@ -140,6 +141,11 @@ class ReindexPlan:
     segments: tuple[SegmentPlan, ...]
     interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     interval_source: str = "the broker default"
+    # What stopped a segment from being planned (a log that could not be read): never "nothing to do".
+    problems: tuple[Finding, ...] = ()
+    # Index files left as they are although the recovery rule would write them otherwise, because
+    # verify finds nothing wrong with them (the broker's append-time entries); see `rebuild_all`.
+    kept: int = 0
 
     @property
     def changes(self) -> list[FileChange]:
@@ -266,11 +272,15 @@ def plan_reindex(
     interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     progress: Progress | None = None,
     intervals: IntervalResolver | None = None,
+    rebuild_all: bool = False,
 ) -> list[ReindexPlan]:
     """Plan the rebuild for a target: a segment file, a partition directory or a log dir.
 
     With `intervals`, each partition's `index.interval.bytes` is resolved on its own (the topic's
     config from a KRaft metadata log when one is at hand); otherwise `interval_bytes` serves all.
+    Only index files that verify finds wrong or missing are planned, unless `rebuild_all`: the
+    broker writes entries on append (legacy conversion, follower appends, the cleaner) that the
+    recovery rule would place elsewhere, and those files are correct as they are.
     """
     plans: list[ReindexPlan] = []
     source = "--index-interval-bytes"
@@ -279,19 +289,34 @@ def plan_reindex(
             interval_bytes, source = intervals.for_partition(
                 target.path.resolve().parent, target.log_dir_path
             )
-        from kdump.ops.verify import segments_of_file
-
-        segments = segments_of_file(target.path)
-        results = list(check_segments(segments, VerifyOptions(), for_rebuild=True))
+        # A file named like no segment is not reindexed: the broker would not load its indexes.
+        segments = list(target.segments) if target.note is None else []
+        results = list(
+            check_segments(segments, VerifyOptions(), for_rebuild=True, judge_indexes=not rebuild_all)
+        )
         # A lone segment: transactions that began in earlier segments are unknown (-1 fields).
         aborts = expected_aborts(results)
-        plan = _plan(target.given, target.path.parent, target.log_dir_path, results, aborts, interval_bytes)
+        plan = _plan(
+            target.given,
+            target.path.parent,
+            target.log_dir_path,
+            results,
+            aborts,
+            interval_bytes,
+            rebuild_all,
+        )
         plans.append(dataclasses.replace(plan, interval_source=source))
         return plans
     for part in target.partitions():
         if intervals is not None:
             interval_bytes, source = intervals.for_partition(part.path, target.log_dir_path)
-        plan = plan_partition(part, target.log_dir_path, interval_bytes=interval_bytes, progress=progress)
+        plan = plan_partition(
+            part,
+            target.log_dir_path,
+            interval_bytes=interval_bytes,
+            progress=progress,
+            rebuild_all=rebuild_all,
+        )
         plans.append(dataclasses.replace(plan, interval_source=source))
     return plans
 
@@ -302,10 +327,19 @@ def plan_partition(
     *,
     interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     progress: Progress | None = None,
+    rebuild_all: bool = False,
 ) -> ReindexPlan:
-    """Plan the rebuild of every segment of a partition."""
-    results = list(check_segments(part.segments, VerifyOptions(), progress, for_rebuild=True))
-    return _plan(str(part.path), part.path, log_dir, results, expected_aborts(results), interval_bytes)
+    """Plan the rebuild of every segment of a partition (of its wrong or missing index files only,
+    unless `rebuild_all`)."""
+    results = list(
+        check_segments(
+            part.segments, VerifyOptions(), progress, for_rebuild=True, judge_indexes=not rebuild_all
+        )
+    )
+    plan = _plan(
+        str(part.path), part.path, log_dir, results, expected_aborts(results), interval_bytes, rebuild_all
+    )
+    return dataclasses.replace(plan, problems=(*part.problems, *plan.problems))
 
 
 def _plan(
@@ -315,16 +349,37 @@ def _plan(
     results: Sequence[SegmentResult],
     aborts: Sequence[Sequence[AbortedTxn]],
     interval_bytes: int,
+    rebuild_all: bool,
 ) -> ReindexPlan:
     segs = []
+    problems: list[Finding] = []
     log_start = next(
         (r.summary.first_offset for r in results if r.summary and r.summary.first_offset is not None), 0
     )
+    wrong = None if rebuild_all else judged_wrong(results)
+    kept = 0
     for r, a in zip(results, aborts, strict=True):
         if r.summary is None:
+            problems.extend(f for f in r.findings if f.code == "unreadable-file")
             continue
-        segs.append(plan_segment(r, resolve_aborts(a, r, log_start), interval_bytes))
-    return ReindexPlan(label, root, log_dir, tuple(segs), interval_bytes)
+        seg = plan_segment(r, resolve_aborts(a, r, log_start), interval_bytes)
+        if wrong is not None:
+            changes = tuple(c for c in seg.changes if str(c.path) in wrong)
+            kept += len(seg.changes) - len(changes)
+            seg = dataclasses.replace(seg, changes=changes)
+        segs.append(seg)
+    return ReindexPlan(label, root, log_dir, tuple(segs), interval_bytes, problems=tuple(problems), kept=kept)
+
+
+_INDEX_PLACES = frozenset({"index", "timeindex", "txnindex"})
+
+
+def judged_wrong(results: Sequence[SegmentResult]) -> set[str]:
+    """The index files verify finds wrong or missing (a warning or worse about them)."""
+    findings = [*(f for r in results for f in r.findings), *check_transactions(results)]
+    return {
+        f.file for f in findings if CATALOG[f.code].where in _INDEX_PLACES and f.severity >= Severity.WARNING
+    }
 
 
 def resolve_aborts(expected: Sequence[AbortedTxn], result: SegmentResult, log_start: int) -> list[AbortedTxn]:

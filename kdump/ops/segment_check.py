@@ -15,6 +15,7 @@ from kdump.findings import Finding, make_finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.constants import ControlType
 from kdump.formats.control import decode_control_key
+from kdump.formats.filenames import parse_segment_file_name
 from kdump.formats.offset_index import decode_offset_index
 from kdump.formats.time_index import decode_time_index
 from kdump.formats.txn_index import TxnIndexContents, decode_txn_index
@@ -116,8 +117,9 @@ def check_segment(
     else:
         del positions[keep:], bases[keep:], lasts[keep:], max_timestamps[keep:]
     table = BatchTable.from_columns(positions, bases, lasts, max_timestamps)
-    if check_indexes and summary.stop_reason != StopReason.LIMIT:
+    if check_indexes and summary.stop_reason != StopReason.LIMIT and _named_as_segment(segment):
         # Index entries past a --max-bytes prefix cannot be judged; only whole logs are checked.
+        # A log not named <20 digits>.log has no index files the broker would pair with it.
         findings.extend(_check_indexes(segment, table, summary))
     txn_index = None
     if segment.txnindex is not None:
@@ -134,6 +136,10 @@ def check_segment(
         txn_index,
         tuple(table.spans) if keep_spans else (),
     )
+
+
+def _named_as_segment(segment: Segment) -> bool:
+    return segment.log is not None and parse_segment_file_name(segment.log.name) is not None
 
 
 def _marker_kind(buf: memoryview, h: BatchHeader, file: str) -> str | None:

@@ -15,7 +15,8 @@ from kdump.formats.producer_snapshot import decode_producer_snapshot
 from kdump.formats.time_index import decode_time_index
 from kdump.formats.txn_index import ENTRY_SIZE as TXN_ENTRY_SIZE
 from kdump.formats.txn_index import decode_txn_index
-from kdump.ops.files import Entry, FileStart, segment_base_offset
+from kdump.model.entries import segment_base_offset
+from kdump.ops.files import Entry, FileStart
 from kdump.scan.index_checks import check_index_slots
 from kdump.scan.source import open_buffer, read_small_file
 

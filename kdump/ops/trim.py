@@ -120,9 +120,8 @@ def plan_trim_tail(
 ) -> list[TrimPlan]:
     """Plan the trim for each partition of a target (or the one segment file given)."""
     if target.kind == "file":
-        from kdump.ops.verify import segments_of_file
-
-        segs = segments_of_file(target.path)
+        # A file named like no segment is not repaired: its name is not one the broker would load.
+        segs = list(target.segments) if target.note is None else []
         if not segs:
             raise RefusedError(f"{target.given} is not a segment .log file")
         return [_plan_segments(target.given, target.path.parent, target.log_dir_path, segs, to_offset, False)]

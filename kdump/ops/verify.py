@@ -18,10 +18,10 @@ from kdump.findings import Finding, Severity, make_finding
 from kdump.formats import checkpoints
 from kdump.formats.producer_snapshot import decode_producer_snapshot
 from kdump.formats.txn_index import AbortedTxn, TxnIndexContents
-from kdump.model.log_dir import Target
+from kdump.model.entries import file_kind
+from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
-from kdump.ops.files import file_kind, segment_base_offset
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.scan.index_checks import check_txn_index
 from kdump.scan.source import read_small_file
@@ -39,14 +39,22 @@ class VerifyOptions:
     deep: bool = False
     max_bytes: int | None = None
     jobs: int = 0  # 0: all cores
+    # Accept a given path whose segments hold no byte (a new broker's empty partitions).
+    allow_empty: bool = False
 
 
 @dataclass(slots=True)
 class PartitionReport:
-    """Everything verify found in one partition directory (or one file given on its own)."""
+    """Everything verify found in one partition directory (or one file given on its own).
+
+    A log dir (kind "log-dir") and a directory of log dirs ("log-dirs") get a report too: their
+    own entries' findings, and the counts of the partitions under them rolled up.
+    `log_bytes` is what the segment `.log` files held when listed; `checked_bytes` what the scans
+    covered. They differ only where `--max-bytes` asked for less (`limited`) or a finding says why.
+    """
 
     label: str
-    kind: str  # "partition" | "file"
+    kind: str  # "partition" | "file" | "log-dir" | "log-dirs"
     findings: list[Finding] = field(default_factory=list)
     segments: int = 0
     batches: int = 0
@@ -55,6 +63,11 @@ class PartitionReport:
     valid_bytes: int = 0
     first_offset: int | None = None
     last_offset: int | None = None
+    log_bytes: int = 0
+    checked_bytes: int = 0
+    limited: bool = False
+    partitions: int = 0  # log-dir and log-dirs reports: how many partitions they hold
+    taken_as: str | None = None  # for a path as given: what kdump took it to be
 
     def count(self, severity: Severity) -> int:
         """How many findings have this severity."""
@@ -64,57 +77,154 @@ class PartitionReport:
         """The highest severity found, or None when clean."""
         return max((f.severity for f in self.findings), default=None)
 
+    @property
+    def is_leaf(self) -> bool:
+        """A partition or a file: the reports whose counts the totals add up."""
+        return self.kind in ("partition", "file")
+
+
+Unit = tuple[Target, PartitionDir | None, list[Segment]]
+Plan = list[tuple[Target, list[Unit]]]
+
+
+def plan_verify(targets: Iterable[Target]) -> Plan:
+    """Verify's units, in order, per target (directories of log dirs expanded): each partition
+    directory (a partition reached twice, by a path given twice or nested paths, only once), or
+    the segment(s) of a file given alone."""
+    seen: set[Path] = set()
+    plans: Plan = []
+    for target in expand(list(targets)):
+        units: list[Unit] = []
+        if target.kind == "file":
+            units.append((target, None, list(target.segments)))
+        for part in target.partitions():
+            key = part.path.resolve()
+            if key in seen:
+                continue
+            seen.add(key)
+            units.append((target, part, part.segments))
+        plans.append((target, units))
+    return plans
+
 
 def verify_targets(
     targets: Iterable[Target], options: VerifyOptions, progress: Progress | None = None
 ) -> Iterator[PartitionReport]:
-    """Verify every target; yields one report per partition (or per file given alone), in order."""
-    units: list[tuple[str, str, Path, PartitionDir | None, list[Segment]]] = []
-    for target in targets:
-        if target.kind == "file":
-            units.append((target.given, "file", target.path, None, segments_of_file(target.path)))
-            continue
-        for part in target.partitions():
-            units.append((str(part.path), "partition", part.path, part, part.segments))
-    all_segments = [s for *_, segs in units for s in segs]
+    """Verify every target; yields one report per partition (or per file given alone), in order,
+    then one per log dir (and directory of log dirs) rolling up the partitions under it."""
+    plans = plan_verify(targets)
+    all_segments = [s for _, units in plans for *_, segs in units for s in segs]
     results = iter(check_segments(all_segments, options, progress))
-    for label, _kind, path, unit_part, segs in units:
-        seg_results = [next(results) for _ in segs]
-        if unit_part is not None:
-            yield partition_report(unit_part, seg_results, label)
-        else:
-            yield file_report(label, path, seg_results)
+
+    def leaves() -> Iterator[PartitionReport]:
+        for _, units in plans:
+            for target, part, segs in units:
+                yield unit_report(target, part, [next(results) for _ in segs])
+
+    yield from assemble(plans, leaves(), options)
 
 
-def segments_of_file(path: Path) -> list[Segment]:
-    """The segment a file given alone belongs to (its .log, or the .log beside an index file)."""
-    kind = file_kind(path)
-    base = segment_base_offset(path)
-    if kind in ("index", "timeindex", "txnindex") and base is not None and path.name.endswith(f".{kind}"):
-        # An index given on its own can only be judged against the batches it points into: check
-        # its segment (before, `kdump verify x.index` checked nothing and said "ok" whatever the
-        # index held). Without its .log there is nothing to check it against.
-        log = path.with_name(f"{path.name.split('.')[0]}.log")
-        if not log.is_file():
-            return []
-        path, kind = log, "log"
-    if kind != "log" or base is None:
-        return []
-    if not path.name.endswith(".log"):
-        return [Segment(base, path, suffix=path.name.rsplit(".", 1)[-1])]
-
-    def sibling(ext: str) -> Path | None:
-        p = path.with_suffix(ext)
-        return p if p.is_file() else None
-
-    return [Segment(base, path, sibling(".index"), sibling(".timeindex"), sibling(".txnindex"))]
+def unit_report(
+    target: Target, part: PartitionDir | None, results: Sequence[SegmentResult]
+) -> PartitionReport:
+    """The report of one unit of a plan, from its segments' results."""
+    if part is None:
+        return file_report(target, results)
+    report = partition_report(part, results, str(part.path))
+    report.log_bytes = part.log_bytes
+    return report
 
 
-def _check_one(args: tuple[Segment, bool, int | None, bool]) -> SegmentResult:
-    segment, deep, max_bytes, for_rebuild = args
+def assemble(
+    plans: Plan, leaves: Iterator[PartitionReport], options: VerifyOptions
+) -> Iterator[PartitionReport]:
+    """The reports of a plan, in order: each unit's (`leaves`, in plan order) with its coverage
+    judged, then each directory target's roll-up."""
+    rollups: dict[Path, PartitionReport] = {}
+    for target, units in plans:
+        done: list[PartitionReport] = []
+        for _ in units:
+            report = next(leaves)
+            _account(report, options)
+            if target.kind == "partition":
+                report.taken_as = target.taken_as()
+                _nothing_to_check(report, options, partitions=1)
+            done.append(report)
+            yield report
+        if target.kind in ("file", "partition"):
+            continue
+        children = [rollups.get(c.path.resolve()) for c in target.children]
+        rollup = _rollup(target, done, children, options)
+        rollups[target.path.resolve()] = rollup
+        yield rollup
+
+
+def _account(report: PartitionReport, options: VerifyOptions) -> None:
+    """Say when a leaf checked less than it held, unless --max-bytes asked for less."""
+    report.limited = options.max_bytes is not None and report.checked_bytes < report.log_bytes
+    if report.checked_bytes < report.log_bytes and not report.limited:
+        report.findings.append(
+            make_finding(
+                "incomplete-check",
+                report.label,
+                f"checked {report.checked_bytes} of the {report.log_bytes} log bytes listed",
+            )
+        )
+
+
+def _rollup(
+    target: Target,
+    leaves: list[PartitionReport],
+    children: list[PartitionReport | None],
+    options: VerifyOptions,
+) -> PartitionReport:
+    report = PartitionReport(target.given, target.kind, list(target.problems), taken_as=target.taken_as())
+    if target.kind == "log-dir":
+        report.findings.extend(_check_log_dir_files(target))
+    parts = [r for r in leaves if r.kind == "partition"] + [c for c in children if c is not None]
+    for r in parts:
+        report.partitions += r.partitions if not r.is_leaf else 1
+        report.segments += r.segments
+        report.batches += r.batches
+        report.records += r.records
+        report.size += r.size
+        report.log_bytes += r.log_bytes
+        report.checked_bytes += r.checked_bytes
+        report.limited = report.limited or r.limited
+    _nothing_to_check(report, options, report.partitions)
+    return report
+
+
+def _nothing_to_check(report: PartitionReport, options: VerifyOptions, partitions: int) -> None:
+    """A path that gave verify nothing to check fails: a gate must not pass on an empty or wrong path."""
+    if partitions == 0:
+        why = "no partition directory"
+    elif report.segments == 0:
+        why = f"{partitions} partitions but no segment" if partitions > 1 else "no segment"
+    elif report.log_bytes == 0 and not options.allow_empty:
+        why = f"{report.segments} segments, all empty (--allow-empty accepts that)"
+    else:
+        return
+    report.findings.append(make_finding("nothing-to-check", report.label, f"{report.label} holds {why}"))
+
+
+def _check_log_dir_files(target: Target) -> list[Finding]:
+    out: list[Finding] = []
+    for p in target.log_dir_files:
+        kind = file_kind(p)
+        if kind in _TEXT_DECODERS:
+            out.extend(_check_text_state(p, kind))
+    return out
+
+
+def _check_one(args: tuple[Segment, bool, int | None, bool, bool]) -> SegmentResult:
+    segment, deep, max_bytes, for_rebuild, judge_indexes = args
     if for_rebuild:
-        # reindex needs the batches, not a judgement of the index files it is about to replace.
-        return check_segment(segment, deep=deep, max_bytes=max_bytes, keep_spans=True, check_indexes=False)
+        # reindex needs the batches; the judgement of the index files only when it rewrites just
+        # the ones verify finds wrong.
+        return check_segment(
+            segment, deep=deep, max_bytes=max_bytes, keep_spans=True, check_indexes=judge_indexes
+        )
     return check_segment(segment, deep=deep, max_bytes=max_bytes)
 
 
@@ -131,10 +241,11 @@ def check_segments(
     progress: Progress | None = None,
     *,
     for_rebuild: bool = False,
+    judge_indexes: bool = True,
 ) -> Iterator[SegmentResult]:
     """Check segments in order, on every core when there is enough data to pay for the processes."""
     jobs = options.jobs or os.cpu_count() or 1
-    tasks = [(s, options.deep, options.max_bytes, for_rebuild) for s in segments]
+    tasks = [(s, options.deep, options.max_bytes, for_rebuild, judge_indexes) for s in segments]
     sizes = [_segment_size(s) for s in segments]
     if jobs > 1 and len(tasks) > 1 and sum(sizes) >= PARALLEL_THRESHOLD_BYTES:
         import multiprocessing
@@ -160,6 +271,7 @@ def _tally(report: PartitionReport, results: Sequence[SegmentResult]) -> None:
         s = r.summary
         if s is None:
             continue
+        report.checked_bytes += s.checked_bytes
         report.segments += 1
         report.batches += s.batch_count
         report.records += s.record_count
@@ -171,27 +283,36 @@ def _tally(report: PartitionReport, results: Sequence[SegmentResult]) -> None:
             report.last_offset = s.last_offset
 
 
-def file_report(label: str, path: Path, results: Sequence[SegmentResult]) -> PartitionReport:
+def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionReport:
     """A report for one file given on its own."""
-    report = PartitionReport(label, "file")
+    report = PartitionReport(target.given, "file", list(target.problems), taken_as=target.taken_as())
+    report.log_bytes = target.log_bytes
     _tally(report, results)
-    kind = file_kind(path)
-    if results:
+    if results or target.problems:
         return report
+    kind = file_kind(target.path)
     if kind == "snapshot":
-        report.findings.extend(_check_snapshot(path))
-    elif kind in ("leader-epoch-checkpoint", "offset-checkpoint", "partition-metadata", "meta-properties"):
-        report.findings.extend(_check_text_state(path, kind))
+        report.findings.extend(_check_snapshot(target.path))
+    elif kind in _TEXT_DECODERS:
+        report.findings.extend(_check_text_state(target.path, kind))
+    else:
+        report.findings.append(
+            make_finding(
+                "nothing-to-check",
+                target.given,
+                f"{target.given} is {target.taken_as()}: kdump has nothing to check it against",
+            )
+        )
     return report
 
 
 def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label: str) -> PartitionReport:
     """Run the partition-level checks over the segments' results."""
-    report = PartitionReport(label, "partition")
+    report = PartitionReport(label, "partition", list(part.problems))
     _tally(report, results)
     f = report.findings
     f.extend(_check_overlaps(results))
-    f.extend(_check_transactions(results))
+    f.extend(check_transactions(results))
     f.extend(_check_leader_epochs(part, results))
     for p in part.leftovers:
         f.append(
@@ -254,7 +375,8 @@ def expected_aborts(results: Sequence[SegmentResult]) -> list[list[AbortedTxn]]:
     return per_segment
 
 
-def _check_transactions(results: Sequence[SegmentResult]) -> Iterator[Finding]:
+def check_transactions(results: Sequence[SegmentResult]) -> Iterator[Finding]:
+    """The partition's .txnindex files against the ABORT markers of its segments."""
     for r, expected in zip(results, expected_aborts(results), strict=True):
         if r.summary is None:
             continue
@@ -335,15 +457,17 @@ def _check_snapshot(path: Path) -> list[Finding]:
     return []
 
 
+_TEXT_DECODERS = {
+    "leader-epoch-checkpoint": checkpoints.decode_leader_epoch_checkpoint,
+    "offset-checkpoint": checkpoints.decode_offset_checkpoint,
+    "partition-metadata": checkpoints.decode_partition_metadata,
+    "meta-properties": checkpoints.decode_meta_properties,
+}
+
+
 def _check_text_state(path: Path, kind: str) -> list[Finding]:
-    decoders = {
-        "leader-epoch-checkpoint": checkpoints.decode_leader_epoch_checkpoint,
-        "offset-checkpoint": checkpoints.decode_offset_checkpoint,
-        "partition-metadata": checkpoints.decode_partition_metadata,
-        "meta-properties": checkpoints.decode_meta_properties,
-    }
     try:
-        decoders[kind](read_small_file(path))
+        _TEXT_DECODERS[kind](read_small_file(path))
     except (DecodeError, ValueError) as exc:
         return [make_finding("checkpoint-corrupt", str(path), str(exc))]
     except KdumpError as exc:

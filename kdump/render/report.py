@@ -25,21 +25,44 @@ def report_summary_row(r: PartitionReport) -> dict[str, Any]:
         "valid_bytes": r.valid_bytes,
         "first_offset": r.first_offset,
         "last_offset": r.last_offset,
+        **coverage_fields(r.log_bytes, r.checked_bytes, r.limited),
+        **({"partitions": r.partitions} if not r.is_leaf else {}),
+        **({"taken_as": r.taken_as} if r.taken_as is not None else {}),
         "findings": {s.label: r.count(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)},
     }
 
 
+def coverage_fields(log_bytes: int, checked_bytes: int, limited: bool) -> dict[str, Any]:
+    """How much was checked of how much was there, as JSON fields."""
+    return {"log_bytes": log_bytes, "checked_bytes": checked_bytes, "limited": limited}
+
+
+def coverage_text(log_bytes: int, checked_bytes: int, limited: bool) -> str:
+    """`checked 1024 of 2048 log bytes (50.0%, limited by --max-bytes)`."""
+    share = 100.0 if log_bytes == 0 else 100.0 * checked_bytes / log_bytes
+    why = ", limited by --max-bytes" if limited else ""
+    return f"checked {checked_bytes} of {log_bytes} log bytes ({share:.1f}%{why})"
+
+
 def overall_row(reports: Sequence[PartitionReport], exit_code: int) -> dict[str, Any]:
-    """The overall verify summary as a JSON object."""
+    """The overall verify summary as a JSON object (counts of partitions and files given alone;
+    findings of every report, log dirs' own included)."""
+    leaves = [r for r in reports if r.is_leaf]
     return {
         "type": "summary",
         "file": None,
         "scope": "overall",
-        "partitions": len(reports),
-        "segments": sum(r.segments for r in reports),
-        "batches": sum(r.batches for r in reports),
-        "records": sum(r.records for r in reports),
-        "size": sum(r.size for r in reports),
+        "log_dirs": sum(1 for r in reports if r.kind == "log-dir"),
+        "partitions": len(leaves),
+        "segments": sum(r.segments for r in leaves),
+        "batches": sum(r.batches for r in leaves),
+        "records": sum(r.records for r in leaves),
+        "size": sum(r.size for r in leaves),
+        **coverage_fields(
+            sum(r.log_bytes for r in leaves),
+            sum(r.checked_bytes for r in leaves),
+            any(r.limited for r in leaves),
+        ),
         "findings": {
             s.label: sum(r.count(s) for r in reports)
             for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)
@@ -51,12 +74,16 @@ def overall_row(reports: Sequence[PartitionReport], exit_code: int) -> dict[str,
 def report_lines(r: PartitionReport) -> list[str]:
     """Text lines: one per finding, then the partition's summary."""
     lines = [finding_line(f) for f in r.findings]
-    offsets = "no offsets" if r.first_offset is None else f"offsets {r.first_offset}..{r.last_offset}"
     status = "ok" if r.count(Severity.ERROR) == 0 else "DAMAGED"
-    lines.append(
-        f"{status}: {r.label}: {r.segments} segments, {r.batches} batches, {r.records} records, {offsets}; "
-        f"{r.count(Severity.ERROR)} errors, {r.count(Severity.WARNING)} warnings, {r.count(Severity.INFO)} info"
-    )
+    findings = f"{r.count(Severity.ERROR)} errors, {r.count(Severity.WARNING)} warnings, {r.count(Severity.INFO)} info"
+    coverage = coverage_text(r.log_bytes, r.checked_bytes, r.limited)
+    if r.is_leaf:
+        offsets = "no offsets" if r.first_offset is None else f"offsets {r.first_offset}..{r.last_offset}"
+        counts = f"{r.segments} segments, {r.batches} batches, {r.records} records, {offsets}"
+    else:
+        counts = f"{r.partitions} partitions, {r.segments} segments, {r.batches} batches, {r.records} records"
+    taken = f" ({r.taken_as})" if r.taken_as is not None else ""
+    lines.append(f"{status}: {r.label}{taken}: {counts}; {findings}; {coverage}")
     return lines
 
 
@@ -73,8 +100,19 @@ def junit_xml(reports: Sequence[PartitionReport], fail_on: Severity) -> str:
         f'<testsuites name="kdump verify" tests="{len(reports)}" failures="{failures}">',
         f'<testsuite name="kdump verify" tests="{len(reports)}" failures="{failures}" errors="0" skipped="0">',
     ]
+    leaves = [r for r in reports if r.is_leaf]
+    totals = coverage_fields(
+        sum(r.log_bytes for r in leaves), sum(r.checked_bytes for r in leaves), any(r.limited for r in leaves)
+    )
+    out.append("<properties>")
+    out.extend(f'<property name="{key}" value="{str(value).lower()}"/>' for key, value in totals.items())
+    out.append("</properties>")
     for r in reports:
         out.append(f'<testcase classname="kdump.verify" name={quoteattr(r.label)}>')
+        out.append("<properties>")
+        for key, value in coverage_fields(r.log_bytes, r.checked_bytes, r.limited).items():
+            out.append(f'<property name="{key}" value="{str(value).lower()}"/>')
+        out.append("</properties>")
         bad = [f for f in r.findings if f.severity >= fail_on]
         if bad:
             message = f"{len(bad)} findings at or above {fail_on.label}"

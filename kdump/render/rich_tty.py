@@ -189,17 +189,30 @@ def verify_table(console: Console, reports: Any, exit_code: int) -> None:
     from kdump.findings import Severity
 
     t = Table(title=f"kdump verify: exit {exit_code}", title_justify="left")
-    for col in ("partition", "segments", "batches", "records", "offsets", "errors", "warnings", "info"):
+    columns = (
+        "partition",
+        "segments",
+        "batches",
+        "records",
+        "offsets",
+        "checked",
+        "errors",
+        "warnings",
+        "info",
+    )
+    for col in columns:
         t.add_column(col, justify="left" if col in ("partition", "offsets") else "right")
     for r in reports:
-        offsets = "" if r.first_offset is None else f"{r.first_offset}..{r.last_offset}"
+        offsets = "" if r.first_offset is None or not r.is_leaf else f"{r.first_offset}..{r.last_offset}"
         errors = r.count(Severity.ERROR)
+        share = 100.0 if r.log_bytes == 0 else 100.0 * r.checked_bytes / r.log_bytes
         t.add_row(
-            r.label,
+            r.label if r.is_leaf else f"{r.label} ({r.taken_as})",
             str(r.segments),
             str(r.batches),
             str(r.records),
             offsets,
+            f"{share:.0f}%",
             str(errors),
             str(r.count(Severity.WARNING)),
             str(r.count(Severity.INFO)),

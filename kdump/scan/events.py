@@ -70,6 +70,15 @@ class ScanSummary:
         return None if self.last_offset is None else self.last_offset + 1
 
     @property
+    def checked_bytes(self) -> int:
+        """Bytes from `start` the scan accounted for: walked as batches, or named by a finding (a
+        damaged stretch, a torn or zero-filled tail). Short of the file's end only where a limit
+        (`max_bytes`) or recovery mode's stop at the first corrupt batch ended the scan."""
+        if self.stop_reason in (StopReason.LIMIT, StopReason.CORRUPT_BATCH):
+            return self.scanned_bytes - self.start
+        return self.size - self.start
+
+    @property
     def invalid_bytes(self) -> int:
         """Bytes the broker's recovery would truncate."""
         return self.size - self.valid_bytes

@@ -45,6 +45,7 @@ executor log), and `level=findings` says what is wrong with it.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import logging
@@ -80,11 +81,11 @@ from kdump.findings import make_finding
 from kdump.formats.batch import ENTRY_PREFIX, BatchHeader
 from kdump.formats.filenames import parse_partition_dir_name
 from kdump.formats.offset_index import decode_offset_index
-from kdump.model.log_dir import Target, discover
+from kdump.model.log_dir import Target, discover, segments_of_file
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.segment_check import check_segment
-from kdump.ops.verify import file_report, partition_report, segments_of_file
+from kdump.ops.verify import file_report, partition_report
 from kdump.render.rows import codec_label
 from kdump.scan.log_scanner import decode_batch_records, find_next_entry, plausible_entry_at, scan_log
 from kdump.scan.source import open_buffer
@@ -811,9 +812,9 @@ def read_findings(unit: FindingsUnit, deep: bool) -> Iterator[Any]:
         f = make_finding("unreadable-file", unit.path, unit.error)
         rows = finding_rows([f], unit.label, "file")
     elif unit.kind == "file":
-        path = Path(unit.path)
-        results = [check_segment(s, deep=deep) for s in segments_of_file(path)]
-        report = file_report(unit.label, path, results)
+        target = dataclasses.replace(discover(unit.path), given=unit.label)
+        results = [check_segment(s, deep=deep) for s in target.segments]
+        report = file_report(target, results)
         rows = finding_rows(report.findings, report.label, report.kind)
     else:
         assert unit.part is not None

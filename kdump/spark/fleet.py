@@ -26,7 +26,7 @@ from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.segment_check import SegmentResult, check_segment
-from kdump.ops.verify import PartitionReport, VerifyOptions, file_report, partition_report, segments_of_file
+from kdump.ops.verify import PartitionReport, Plan, VerifyOptions, assemble, plan_verify, unit_report
 
 __all__ = ["FleetUnit", "fleet_units", "run_fleet_verify", "write_output"]
 
@@ -34,19 +34,19 @@ __all__ = ["FleetUnit", "fleet_units", "run_fleet_verify", "write_output"]
 MAX_SEGMENT_TASKS = 20_000
 
 # (label, kind, path, partition directory or None, segments): one verify report each.
-FleetUnit = tuple[str, str, Path, PartitionDir | None, list[Segment]]
-_Meta = tuple[str, str, Path, PartitionDir | None]
+FleetUnit = tuple[str, str, Target, PartitionDir | None, list[Segment]]
+_Meta = tuple[str, str, Target, PartitionDir | None]
 
 
-def fleet_units(targets: Iterable[Target]) -> list[FleetUnit]:
+def fleet_units(plans: Plan) -> list[FleetUnit]:
     """Verify's units, in its order: each partition directory of each target, or a file given alone."""
     units: list[FleetUnit] = []
-    for target in targets:
-        if target.kind == "file":
-            units.append((target.given, "file", target.path, None, segments_of_file(target.path)))
-            continue
-        for part in target.partitions():
-            units.append((str(part.path), "partition", part.path, part, part.segments))
+    for _, plan_units in plans:
+        for target, part, segments in plan_units:
+            if part is None:
+                units.append((target.given, "file", target, None, segments))
+            else:
+                units.append((str(part.path), "partition", target, part, segments))
     return units
 
 
@@ -71,10 +71,8 @@ def _build_report(item: tuple[int, Iterable[tuple[int, Any]]]) -> tuple[int, Par
     ordered = sorted(tagged, key=lambda t: t[0])
     meta: _Meta = ordered[0][1]
     results: list[SegmentResult] = [r for i, r in ordered[1:]]
-    label, _kind, path, part = meta
-    if part is not None:
-        return unit, partition_report(part, results, label)
-    return unit, file_report(label, path, results)
+    _label, _kind, target, part = meta
+    return unit, unit_report(target, part, results)
 
 
 def _segment_size(s: Segment) -> int:
@@ -96,7 +94,7 @@ def verify_units(sc: Any, units: Sequence[FleetUnit], options: VerifyOptions) ->
     # Biggest segments first, so a long task does not start last; small ones share a task.
     sized.sort(key=lambda t: -t[0])
     tasks = pack([t for _, t in sized], [n for n, _ in sized], DEFAULT_PACK_BYTES)
-    metas = [(u, (label, kind, path, part)) for u, (label, kind, path, part, _segs) in enumerate(units)]
+    metas = [(u, (label, kind, target, part)) for u, (label, kind, target, part, _segs) in enumerate(units)]
     parallelism = max(1, int(sc.defaultParallelism))
     meta_rdd = sc.parallelize(metas, min(len(metas), parallelism)).map(_unit_meta)
     if tasks:
@@ -137,14 +135,20 @@ def spark_session(master: str | None) -> tuple[Any, bool]:
 def run_fleet_verify(
     targets: Sequence[Target], options: VerifyOptions, *, master: str | None = None, output: str | None = None
 ) -> list[PartitionReport]:
-    """Verify every partition of `targets` on Spark; write the findings to `output` when given."""
-    units = fleet_units(targets)
+    """Verify every partition of `targets` on Spark; write the findings to `output` when given.
+
+    The reports are those of the local engine: one per partition or file, then the roll-up of
+    each log dir, with the same coverage and nothing-to-check judgements.
+    """
+    plans = plan_verify(targets)
+    units = fleet_units(plans)
     spark, created = spark_session(master)
     try:
-        reports = verify_units(spark.sparkContext, units, options)
+        leaves = verify_units(spark.sparkContext, units, options)
     finally:
         if created:
             spark.stop()
+    reports = list(assemble(plans, iter(leaves), options))
     if output is not None:
         write_output(reports, Path(output))
     return reports

@@ -43,6 +43,15 @@ SECTIONS: dict[str, tuple[str, str]] = {
         "IN THE PARTITION",
         "the partition directory: across its segments, or its snapshot, checkpoint and leftover files",
     ),
+    "log-dir": (
+        "IN THE LOG DIR",
+        "the log dir: its partition directories and log-dir-level files",
+    ),
+    "path": (
+        "IN THE PATHS GIVEN",
+        "any entry under the paths a command is given: what it is on disk, whether it is recognised, "
+        "and whether anything was there to check",
+    ),
 }
 
 SEVERITY_MEANING = {

@@ -1,0 +1,231 @@
+"""The one classifier: what each path under a given path is, and what kdump can do with it.
+
+Every command that takes paths sees the disk through this module. It answers two questions for
+each directory entry, without reading file contents:
+
+- what the entry *is* on disk (`probe`): a regular file, a directory, a symlink loop, a dangling
+  symlink, a FIFO, socket or device (never opened: reading one could block or never end), or
+  something that cannot even be looked at;
+- what Kafka would take it *for* by its name (`classify_name`): a segment's log, one of its
+  indexes, a producer snapshot or KRaft snapshot, a state file (checkpoints, `partition.metadata`,
+  `meta.properties`, the lock), a leftover of an unfinished operation (`.deleted`, `.cleaned`,
+  `.swap`, `.tmp`, `.part`), or nothing kdump recognises.
+
+Entries that cannot be read, are of the wrong type, or are not recognised become findings here
+(`entry_findings`), so no caller can skip them in silence.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from kdump.findings import Finding, Severity, make_finding
+from kdump.formats.filenames import (
+    BOOTSTRAP_CHECKPOINT,
+    LOG_DIR_FILES,
+    OFFSET_CHECKPOINT_FILES,
+    PARTITION_DIR_FILES,
+    TMP_SUFFIX,
+    parse_segment_file_name,
+)
+
+
+class FileType(StrEnum):
+    """What an entry is on disk."""
+
+    FILE = "file"
+    DIR = "directory"
+    SYMLINK_LOOP = "symlink loop"
+    DANGLING_SYMLINK = "dangling symlink"
+    FIFO = "FIFO"
+    SOCKET = "socket"
+    DEVICE = "device"
+    MISSING = "missing"
+    UNREADABLE = "unreadable"
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """An entry as `stat` sees it (symlinks followed, as the broker follows them)."""
+
+    path: Path
+    type: FileType
+    size: int = 0
+    error: str | None = None
+
+
+def probe(path: Path) -> Probe:
+    """Look at an entry without opening it."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return Probe(path, FileType.SYMLINK_LOOP, error=exc.strerror)
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            kind = FileType.DANGLING_SYMLINK if path.is_symlink() else FileType.MISSING
+            return Probe(path, kind, error=exc.strerror)
+        return Probe(path, FileType.UNREADABLE, error=exc.strerror or str(exc))
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return Probe(path, FileType.FILE, st.st_size)
+    if stat.S_ISDIR(mode):
+        return Probe(path, FileType.DIR)
+    if stat.S_ISFIFO(mode):
+        return Probe(path, FileType.FIFO)
+    if stat.S_ISSOCK(mode):
+        return Probe(path, FileType.SOCKET)
+    return Probe(path, FileType.DEVICE)
+
+
+def readable(p: Probe) -> str | None:
+    """None when a regular file opens for reading, else why not (root reads anything; others may not)."""
+    try:
+        fd = os.open(p.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(fd)
+    return None
+
+
+def list_dir(path: Path) -> list[str] | str:
+    """A directory's entry names, sorted; or why it cannot be listed."""
+    try:
+        return sorted(os.listdir(path))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
+class NameKind(StrEnum):
+    """What Kafka takes a file for by its name."""
+
+    LOG = "log"
+    INDEX = "index"
+    TIMEINDEX = "timeindex"
+    TXNINDEX = "txnindex"
+    SNAPSHOT = "snapshot"
+    CHECKPOINT = "checkpoint"  # KRaft snapshot or bootstrap.checkpoint
+    STATE = "state"  # text state files, the lock, the clean-shutdown marker
+    LEFTOVER = "leftover"
+    MISNAMED_LOG = "misnamed-log"  # ends in .log, but not `<20 digits>.log`
+    MISNAMED_INDEX = "misnamed-index"
+    UNKNOWN = "unknown"
+
+
+# The state files kdump decodes, by name, with the decoder kind `dump` and `verify` use.
+STATE_FILE_KINDS = {
+    "leader-epoch-checkpoint": "leader-epoch-checkpoint",
+    "partition.metadata": "partition-metadata",
+    "meta.properties": "meta-properties",
+    "recovery-point-offset-checkpoint": "offset-checkpoint",
+    "replication-offset-checkpoint": "offset-checkpoint",
+    "log-start-offset-checkpoint": "offset-checkpoint",
+    "cleaner-offset-checkpoint": "offset-checkpoint",
+    ".kafka_cleanshutdown": "clean-shutdown",
+    "quorum-state": "quorum-state",
+}
+_INDEX_EXTENSIONS = (".index", ".timeindex", ".txnindex")
+# Java's Long.parseLong: an optional sign and decimal digits (Kafka's LogFileUtils.offsetFromFile).
+_JAVA_LONG_RE = re.compile(r"[+-]?[0-9]+")
+
+
+def classify_name(name: str, where: str) -> NameKind:
+    """What Kafka takes a file named `name` for, in a "partition" or a "log-dir"."""
+    info = parse_segment_file_name(name)
+    if info is not None:
+        if info.suffix in ("deleted", "cleaned", "swap", "part"):
+            return NameKind.LEFTOVER
+        return NameKind(info.kind)
+    known = PARTITION_DIR_FILES if where == "partition" else LOG_DIR_FILES
+    if name in known:
+        return NameKind.STATE
+    if where == "log-dir" and name == BOOTSTRAP_CHECKPOINT:
+        return NameKind.CHECKPOINT
+    if name.endswith(TMP_SUFFIX) and name[: -len(TMP_SUFFIX)] in (known | OFFSET_CHECKPOINT_FILES):
+        return NameKind.LEFTOVER
+    if where == "partition":
+        if name.endswith(".log"):
+            return NameKind.MISNAMED_LOG
+        if name.endswith(_INDEX_EXTENSIONS):
+            return NameKind.MISNAMED_INDEX
+    return NameKind.UNKNOWN
+
+
+def file_kind(path: Path) -> str | None:
+    """What a file given on its own holds, by name: log, index, timeindex, txnindex, snapshot,
+    checkpoint, or a state file's decoder kind; None when the name says nothing."""
+    info = parse_segment_file_name(path.name)
+    if info is not None:
+        return info.kind
+    if path.name == BOOTSTRAP_CHECKPOINT:
+        return "checkpoint"
+    return STATE_FILE_KINDS.get(path.name)
+
+
+def segment_base_offset(path: Path) -> int | None:
+    """The base offset in a segment file's name."""
+    info = parse_segment_file_name(path.name)
+    return info.base_offset if info is not None else None
+
+
+def broker_offset_from_name(name: str) -> int | None:
+    """The base offset the broker reads from a `.log` name (the text before the first dot, parsed
+    as a Java long), or None where the broker's parse throws and the partition fails to load."""
+    prefix = name.split(".", 1)[0]
+    if not _JAVA_LONG_RE.fullmatch(prefix):
+        return None
+    value = int(prefix)
+    return value if -(2**63) <= value < 2**63 else None
+
+
+def entry_findings(p: Probe, expected: str) -> list[Finding]:
+    """Findings for an entry that cannot be read as `expected` (what its place or name calls for).
+
+    None for a regular file or a directory: whether that is the right one is the caller's question.
+    """
+    label = str(p.path)
+    if p.type == FileType.SYMLINK_LOOP:
+        return [
+            make_finding("symlink-loop", label, f"{p.path.name} is a symlink loop; {expected} cannot be read")
+        ]
+    if p.type == FileType.DANGLING_SYMLINK:
+        target = _link_target(p.path)
+        return [
+            make_finding(
+                "dangling-symlink", label, f"{p.path.name} is a symlink to {target}, which does not exist"
+            )
+        ]
+    if p.type in (FileType.UNREADABLE, FileType.MISSING):
+        return [make_finding("unreadable-file", label, f"cannot look at {p.path.name}: {p.error}")]
+    if p.type in (FileType.FIFO, FileType.SOCKET, FileType.DEVICE):
+        return [
+            make_finding(
+                "wrong-file-type",
+                label,
+                f"{p.path.name} is a {p.type.value}, not {expected}; it was not read",
+            )
+        ]
+    return []
+
+
+def unknown_finding(p: Probe, where: str, severity: Severity) -> Finding:
+    """An entry kdump does not recognise in a partition, log dir or directory of log dirs."""
+    what = "directory" if p.type == FileType.DIR else "file"
+    return make_finding(
+        "unknown-entry",
+        str(p.path),
+        f"{p.path.name} is a {what} kdump does not recognise in a {where}; it was not checked",
+        severity=severity,
+    )
+
+
+def _link_target(path: Path) -> str:
+    try:
+        return str(path.readlink())
+    except OSError:
+        return "?"
