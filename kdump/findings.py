@@ -443,7 +443,7 @@ _KINDS = [
         Severity.ERROR,
         "path",
         "A path given to verify held no partition, no segment or no log byte: a gate that checked "
-        "nothing must not pass. `--allow-empty` accepts empty segments and partitions.",
+        "nothing must not pass. `--allow-empty` accepts partitions with no segment or only empty ones.",
         "-",
         None,
     ),

@@ -63,7 +63,7 @@ from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
 @click.option(
     "--allow-empty",
     is_flag=True,
-    help="Pass a path whose segments hold no byte (new, empty partitions); without it that fails.",
+    help="Pass a path whose partitions hold no segment or only empty ones; without it that fails.",
 )
 @allow_unknown_option
 @format_option

@@ -196,16 +196,29 @@ def _rollup(
 
 
 def _nothing_to_check(report: PartitionReport, options: VerifyOptions, partitions: int) -> None:
-    """A path that gave verify nothing to check fails: a gate must not pass on an empty or wrong path."""
+    """A path that gave verify nothing to check fails: a gate must not pass on an empty or wrong path.
+
+    A real broker keeps partitions with no data (an empty active segment, or only leftovers after
+    deletion): `allow_empty` accepts those when the user says so, never a path with no partition.
+    """
     if partitions == 0:
         why = "no partition directory"
+    elif options.allow_empty:
+        return
     elif report.segments == 0:
         why = f"{partitions} partitions but no segment" if partitions > 1 else "no segment"
-    elif report.log_bytes == 0 and not options.allow_empty:
-        why = f"{report.segments} segments, all empty (--allow-empty accepts that)"
+    elif report.log_bytes == 0:
+        why = f"{report.segments} segments, all empty"
     else:
         return
-    report.findings.append(make_finding("nothing-to-check", report.label, f"{report.label} holds {why}"))
+    report.findings.append(
+        make_finding(
+            "nothing-to-check",
+            report.label,
+            f"{report.label} holds {why}: nothing to check"
+            + ("" if partitions == 0 else " (--allow-empty accepts that)"),
+        )
+    )
 
 
 def _check_log_dir_files(target: Target) -> list[Finding]:

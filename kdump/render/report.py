@@ -26,8 +26,8 @@ def report_summary_row(r: PartitionReport) -> dict[str, Any]:
         "first_offset": r.first_offset,
         "last_offset": r.last_offset,
         **coverage_fields(r.log_bytes, r.checked_bytes, r.limited),
-        **({"partitions": r.partitions} if not r.is_leaf else {}),
-        **({"taken_as": r.taken_as} if r.taken_as is not None else {}),
+        "partitions": None if r.is_leaf else r.partitions,
+        "taken_as": r.taken_as,
         "findings": {s.label: r.count(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)},
     }
 
@@ -82,7 +82,7 @@ def report_lines(r: PartitionReport) -> list[str]:
         counts = f"{r.segments} segments, {r.batches} batches, {r.records} records, {offsets}"
     else:
         counts = f"{r.partitions} partitions, {r.segments} segments, {r.batches} batches, {r.records} records"
-    taken = f" ({r.taken_as})" if r.taken_as is not None else ""
+    taken = f" ({r.taken_as})" if r.taken_as is not None and not r.is_leaf else ""
     lines.append(f"{status}: {r.label}{taken}: {counts}; {findings}; {coverage}")
     return lines
 
@@ -108,6 +108,8 @@ def junit_xml(reports: Sequence[PartitionReport], fail_on: Severity) -> str:
     out.extend(f'<property name="{key}" value="{str(value).lower()}"/>' for key, value in totals.items())
     out.append("</properties>")
     for r in reports:
+        if not r.is_leaf and not r.findings:
+            continue  # a log dir is a test case of its own only for its own entries' findings
         out.append(f'<testcase classname="kdump.verify" name={quoteattr(r.label)}>')
         out.append("<properties>")
         for key, value in coverage_fields(r.log_bytes, r.checked_bytes, r.limited).items():

@@ -14,11 +14,11 @@ import os
 import random
 import shutil
 import subprocess
+import tempfile
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from builders import build_partition
@@ -83,12 +83,11 @@ def log_sizes(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*.log") if p.is_file() and not p.is_symlink())
 
 
-@dataclass
-class Case:
+class Case(NamedTuple):
     name: str
     build: Callable[[Path], list[str]]  # lays out the tree under tmp; returns verify's arguments
     exit_code: int
-    codes: set[str] = field(default_factory=set)
+    codes: frozenset[str] = frozenset()
     # (present, checked) log bytes; None: equal to every regular .log file's size under tmp
     coverage: tuple[int, int] | None = None
     extra: tuple[str, ...] = ()
@@ -152,13 +151,13 @@ def _unreadable(tmp: Path) -> list[str]:
 
 def _symlink_loop(tmp: Path) -> list[str]:
     build_partition(tmp / "t-0", segments=1, batches_per_segment=2)
-    os.symlink("00000000000000000100.log", tmp / "t-0" / "00000000000000000100.log")
+    (tmp / "t-0" / "00000000000000000100.log").symlink_to("00000000000000000100.log")
     return ["t-0"]
 
 
 def _dangling(tmp: Path) -> list[str]:
     build_partition(tmp / "t-0", segments=1, batches_per_segment=2)
-    os.symlink("/nonexistent/segment.log", tmp / "t-0" / "00000000000000000100.log")
+    (tmp / "t-0" / "00000000000000000100.log").symlink_to("/nonexistent/segment.log")
     return ["t-0"]
 
 
@@ -170,8 +169,8 @@ def _fifo(tmp: Path) -> list[str]:
 
 def _device(tmp: Path) -> list[str]:
     build_partition(tmp / "t-0", segments=1, batches_per_segment=2)
-    os.symlink("/dev/zero", tmp / "t-0" / "00000000000000000100.log")
-    os.symlink("/dev/null", tmp / "t-0" / "leader-epoch-checkpoint.x")
+    (tmp / "t-0" / "00000000000000000100.log").symlink_to("/dev/zero")
+    (tmp / "t-0" / "leader-epoch-checkpoint.x").symlink_to("/dev/null")
     return ["t-0"]
 
 
@@ -212,26 +211,45 @@ def _empty_segments(tmp: Path) -> list[str]:
 
 
 CASES = [
-    Case("random bytes named .log", _random_log, 1, {"invalid-batch-length"}, extra=("--fail-on", "info")),
-    Case("a text file", _text_file, 1, set(), (1280, 1280)),
+    Case(
+        "random bytes named .log",
+        _random_log,
+        1,
+        frozenset({"invalid-batch-length"}),
+        extra=("--fail-on", "info"),
+    ),
+    Case("a text file", _text_file, 1, frozenset(), (1280, 1280)),
     Case("directory of log dirs", _copies, 0),
-    Case("empty directory", _empty, 1, {"nothing-to-check"}, (0, 0)),
-    Case("directory of non-Kafka files", _not_kafka, 1, {"unknown-entry", "nothing-to-check"}, (0, 0)),
-    Case("mixed log dirs", _mixed, 1, {"unknown-entry"}),
-    Case("file instead of directory", _file_for_dir, 1, {"unknown-entry"}),
-    Case("directory instead of file", _dir_for_file, 1, {"wrong-file-type"}),
-    Case("unreadable file, unprivileged", _unreadable, 3, {"unreadable-file"}, unprivileged=True),
-    Case("symlink loop", _symlink_loop, 3, {"symlink-loop"}),
-    Case("dangling symlink", _dangling, 3, {"dangling-symlink"}),
-    Case("FIFO named as a segment", _fifo, 1, {"wrong-file-type"}),
-    Case("device named as a segment", _device, 1, {"wrong-file-type"}),
-    Case("stray file in a partition", _stray, 1, {"unknown-entry"}),
-    Case("non-20-digit segment names", _short_names, 1, {"segment-name-invalid"}),
+    Case("empty directory", _empty, 1, frozenset({"nothing-to-check"}), (0, 0)),
+    Case(
+        "directory of non-Kafka files",
+        _not_kafka,
+        1,
+        frozenset({"unknown-entry", "nothing-to-check"}),
+        (0, 0),
+    ),
+    Case("mixed log dirs", _mixed, 1, frozenset({"unknown-entry"})),
+    Case("file instead of directory", _file_for_dir, 1, frozenset({"unknown-entry"})),
+    Case("directory instead of file", _dir_for_file, 1, frozenset({"wrong-file-type"})),
+    Case("unreadable file, unprivileged", _unreadable, 3, frozenset({"unreadable-file"}), unprivileged=True),
+    Case("symlink loop", _symlink_loop, 3, frozenset({"symlink-loop"})),
+    Case("dangling symlink", _dangling, 3, frozenset({"dangling-symlink"})),
+    Case("FIFO named as a segment", _fifo, 1, frozenset({"wrong-file-type"})),
+    Case("device named as a segment", _device, 1, frozenset({"wrong-file-type"})),
+    Case("stray file in a partition", _stray, 1, frozenset({"unknown-entry"})),
+    Case("non-20-digit segment names", _short_names, 1, frozenset({"segment-name-invalid"})),
     Case("duplicate paths", _duplicate, 0),
-    Case("partition dir not named topic-N", _bad_partition_name, 1, {"partition-name-invalid"}),
-    Case("only empty segments", _empty_segments, 1, {"nothing-to-check"}, (0, 0)),
-    Case("only empty segments, --allow-empty", _empty_segments, 0, set(), (0, 0), extra=("--allow-empty",)),
-    Case("stray file, --allow-unknown", _stray, 0, set(), extra=("--allow-unknown",)),
+    Case("partition dir not named topic-N", _bad_partition_name, 1, frozenset({"partition-name-invalid"})),
+    Case("only empty segments", _empty_segments, 1, frozenset({"nothing-to-check"}), (0, 0)),
+    Case(
+        "only empty segments, --allow-empty",
+        _empty_segments,
+        0,
+        frozenset(),
+        (0, 0),
+        extra=("--allow-empty",),
+    ),
+    Case("stray file, --allow-unknown", _stray, 0, frozenset(), extra=("--allow-unknown",)),
 ]
 
 
@@ -284,7 +302,7 @@ def test_copied_segment_is_read_by_content(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout
     base = int(second.stem)
     assert f"segment by its content, base offset {base} from its first batch" in result.stderr
-    summary = [r for r in rows(result.stdout) if r.get("scope") == "file"][0]
+    summary = next(r for r in rows(result.stdout) if r.get("scope") == "file")
     assert summary["first_offset"] == base
     assert summary["checked_bytes"] == summary["log_bytes"] == second.stat().st_size
 
@@ -297,8 +315,9 @@ def test_short_names_are_checked_where_the_broker_reads_them(tmp_path: Path) -> 
     ]
     assert len(findings) == 2
     assert "opens 00000000000000000000.log instead" in findings[0]["message"]
-    summary = [r for r in rows(result.stdout) if r.get("scope") == "partition"][0]
-    assert summary["segments"] == 2 and summary["batches"] == 4
+    summary = next(r for r in rows(result.stdout) if r.get("scope") == "partition")
+    assert summary["segments"] == 2
+    assert summary["batches"] == 4
 
 
 def test_max_bytes_asks_for_less_and_says_so(tmp_path: Path) -> None:
@@ -384,15 +403,17 @@ def real_partition(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_any_change_is_reported_or_fully_covered(
     changes: list[tuple[str, int]], real_partition: Path, tmp_path: Path
 ) -> None:
-    work = tmp_path / f"case-{abs(hash(tuple(changes)))}" / "c-none-0"
+    work = Path(tempfile.mkdtemp(dir=tmp_path)) / "c-none-0"
     shutil.copytree(real_partition, work)
-    logs = sorted(work.glob("*.log"))
     applied = []
+    touched: set[Path] = set()
     for change, pick in changes:
-        logs = sorted(p for p in work.glob("*.log") if p.name[:20].isdigit() and len(p.stem) == 20)
+        # Each change to a segment of its own, so that no change undoes what another did.
+        logs = sorted(p for p in work.glob("*.log") if len(p.stem) == 20 and p not in touched)
         if not logs:
             break
         log = logs[pick % len(logs)]
+        touched.add(log)
         index = log.with_suffix(".index")
         if change == "rename-log":
             log.rename(work / f"{int(log.stem)}.log")

@@ -132,7 +132,9 @@ def test_reindex_reproduces_every_cleanly_closed_segment_byte_for_byte(corpus_ro
     reproduced = 0
     problems = []
     for corpus_dir, part, _oracle in iter_partition_dirs(corpus_root):
-        plan = plan_partition(PartitionDir.load(part), None, interval_bytes=INTERVAL.get(part.name, 4096))
+        plan = plan_partition(
+            PartitionDir.load(part), None, interval_bytes=INTERVAL.get(part.name, 4096), rebuild_all=True
+        )
         differing = {c.path.name.split(".")[0] for c in plan.changes}
         listed, _why = NOT_REPRODUCED.get((corpus_dir, part.name), (set(), ""))
         present = {s.segment.name for s in plan.segments}
@@ -157,7 +159,7 @@ def test_not_reproduced_segments_follow_the_recovery_rule_and_both_verify(
         pytest.skip(f"{corpus_dir}/{part_name} is not in this corpus")
     interval = INTERVAL.get(part_name, 4096)
     part = copy_tree(src, tmp_path / part_name)
-    plan = plan_partition(PartitionDir.load(part), None, interval_bytes=interval)
+    plan = plan_partition(PartitionDir.load(part), None, interval_bytes=interval, rebuild_all=True)
     for seg in plan.segments:
         assert seg.segment.log is not None
         index, times = recovery_rule(seg.segment.log.read_bytes(), interval)
@@ -201,7 +203,10 @@ def test_live_active_segment_differs_only_by_preallocation_and_the_final_time_en
     broker_times = decode_time_index((part / f"{seg}.timeindex").read_bytes(), 8074)
     assert broker_index.zero_tail_entries
     assert broker_times.zero_tail_entries
-    assert kdump("reindex", "--apply", "--backup-dir", str(tmp_path / "b"), str(part)).exit_code == 0
+    # A live segment's preallocated tail is normal (verify: info), so only --rebuild-all rewrites it.
+    assert kdump("reindex", str(part)).exit_code == 0
+    applied = kdump("reindex", "--rebuild-all", "--apply", "--backup-dir", str(tmp_path / "b"), str(part))
+    assert applied.exit_code == 0
     ours_index = decode_offset_index((part / f"{seg}.index").read_bytes(), 8074)
     ours_times = decode_time_index((part / f"{seg}.timeindex").read_bytes(), 8074)
     assert ours_index.entries == broker_index.entries
@@ -218,8 +223,8 @@ def test_live_active_segment_differs_only_by_preallocation_and_the_final_time_en
 def test_index_interval_matters_idx_dense(full_corpus: Path) -> None:
     """idx-dense-0 was written with index.interval.bytes=100: reproduced with 100, not with 4096."""
     part = PartitionDir.load(full_corpus / "kafka-3.8.0" / "idx-dense-0")
-    assert plan_partition(part, None, interval_bytes=100).changes == []
-    assert plan_partition(part, None, interval_bytes=4096).changes != []
+    assert plan_partition(part, None, interval_bytes=100, rebuild_all=True).changes == []
+    assert plan_partition(part, None, interval_bytes=4096, rebuild_all=True).changes != []
 
 
 # --- idempotence --------------------------------------------------------------------------------------
@@ -298,10 +303,13 @@ def test_damaged_index_of_a_real_segment_is_rebuilt_as_the_broker_wrote_it(
     part = copy_tree(src, tmp_path / "txn-1")
     DAMAGES[damage](part, kind)
     assert _index_findings(part) or damage == "preallocated"
-    dry = kdump("reindex", str(part))
+    # A preallocated tail is info to verify, so only --rebuild-all rewrites it.
+    rebuild = ("--rebuild-all",) if damage == "preallocated" else ()
+    dry = kdump("reindex", *rebuild, str(part))
     assert dry.exit_code == 1
     assert f"{SEG}.{kind}" in dry.stdout
-    assert kdump("reindex", "--apply", "--backup-dir", str(tmp_path / "b"), str(part)).exit_code == 0
+    applied = kdump("reindex", *rebuild, "--apply", "--backup-dir", str(tmp_path / "b"), str(part))
+    assert applied.exit_code == 0
     assert file_hashes(part) == file_hashes(src)  # byte for byte the broker's files again
     assert [f for f in _all_findings(part) if f.severity >= Severity.WARNING] == []
 
