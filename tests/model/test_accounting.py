@@ -14,8 +14,8 @@ import os
 import random
 import shutil
 import subprocess
-import tempfile
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
