@@ -10,10 +10,10 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, format_option, resolve_format
+from kdump.cli.output import diag, discover_all, format_option, resolve_format, say_problems
 from kdump.cli.timespec import parse_time_ms
 from kdump.errors import KdumpError
-from kdump.model.log_dir import Target, discover, looks_like_log_dir
+from kdump.model.log_dir import looks_like_log_dir
 from kdump.ops.seek import (
     SPECIAL_TARGETS,
     LogDirCheckpoints,
@@ -105,20 +105,19 @@ def seek_command(time_text: str, paths: tuple[str, ...], log_dir: str | None, fm
     """
     target = parse_target(time_text)
     fmt = resolve_format(fmt)
-    targets: list[Target] = []
-    unreadable = False
-    for p in paths:
-        try:
-            found = discover(p)
-        except KdumpError as exc:
-            diag(str(exc))
-            unreadable = True
-            continue
+    targets, unreadable = discover_all(paths)
+    for found in targets:
         if found.kind == "file":
-            raise click.BadParameter(f"{p} is a file: give its partition directory", param_hint="PATH")
+            raise click.BadParameter(
+                f"{found.given} is a file: give its partition directory", param_hint="PATH"
+            )
         if found.kind == "log-dir" and not looks_like_log_dir(found.path):
-            raise click.BadParameter(f"{p} is neither a partition directory nor a log dir", param_hint="PATH")
-        targets.append(found)
+            raise click.BadParameter(
+                f"{found.given} is neither a partition directory nor a log dir", param_hint="PATH"
+            )
+    problems = [f for t in targets for f in t.problems]
+    problems += [f for t in targets for p in t.partitions() for f in p.problems]
+    unreadable = say_problems(problems) or unreadable
     override = None if log_dir is None else Path(log_dir)
     cache: dict[Path | None, LogDirCheckpoints] = {}
     results: list[SeekResult] = []
