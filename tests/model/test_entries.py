@@ -1,0 +1,77 @@
+"""The one classifier: names as Kafka reads them, entries as the disk has them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kdump.model.entries import FileType, NameKind, broker_offset_from_name, classify_name, probe
+
+
+@pytest.mark.parametrize(
+    ("name", "where", "kind"),
+    [
+        ("00000000000000000000.log", "partition", NameKind.LOG),
+        ("00000000000000000042.index", "partition", NameKind.INDEX),
+        ("00000000000000000042.timeindex", "partition", NameKind.TIMEINDEX),
+        ("00000000000000000042.txnindex", "partition", NameKind.TXNINDEX),
+        ("00000000000000000042.snapshot", "partition", NameKind.SNAPSHOT),
+        ("00000000000000000042-0000000001.checkpoint", "partition", NameKind.CHECKPOINT),
+        ("00000000000000000042.log.deleted", "partition", NameKind.LEFTOVER),
+        ("00000000000000000042.log.swap", "partition", NameKind.LEFTOVER),
+        ("00000000000000000042-0000000001.checkpoint.part", "partition", NameKind.LEFTOVER),
+        ("leader-epoch-checkpoint", "partition", NameKind.STATE),
+        ("leader-epoch-checkpoint.tmp", "partition", NameKind.LEFTOVER),
+        ("partition.metadata", "partition", NameKind.STATE),
+        ("quorum-state", "partition", NameKind.STATE),
+        ("0.log", "partition", NameKind.MISNAMED_LOG),
+        ("segment-copy.log", "partition", NameKind.MISNAMED_LOG),
+        ("42.index", "partition", NameKind.MISNAMED_INDEX),
+        ("notes.txt", "partition", NameKind.UNKNOWN),
+        ("meta.properties", "partition", NameKind.UNKNOWN),
+        ("meta.properties", "log-dir", NameKind.STATE),
+        (".lock", "log-dir", NameKind.STATE),
+        ("recovery-point-offset-checkpoint", "log-dir", NameKind.STATE),
+        ("recovery-point-offset-checkpoint.tmp", "log-dir", NameKind.LEFTOVER),
+        ("bootstrap.checkpoint", "log-dir", NameKind.STATE),
+        ("0.log", "log-dir", NameKind.UNKNOWN),
+    ],
+)
+def test_names_are_taken_as_kafka_takes_them(name: str, where: str, kind: NameKind) -> None:
+    assert classify_name(name, where) == kind
+
+
+@pytest.mark.parametrize(
+    ("name", "offset"),
+    [
+        ("0.log", 0),
+        ("2.log", 2),
+        ("+7.log", 7),
+        ("00000000000000000012.log", 12),
+        ("12.log.bak", 12),
+        ("segment-copy.log", None),
+        (".log", None),
+        ("99999999999999999999.log", None),  # past Long.MAX_VALUE: parseLong throws
+    ],
+)
+def test_broker_offset_from_name_follows_java_parse_long(name: str, offset: int | None) -> None:
+    assert broker_offset_from_name(name) == offset
+
+
+def test_probe_never_opens_and_names_every_type(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"abc")
+    (tmp_path / "d").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "gone").symlink_to(tmp_path / "nothing")
+    (tmp_path / "dev").symlink_to("/dev/null")
+    assert probe(tmp_path / "f").type == FileType.FILE
+    assert probe(tmp_path / "f").size == 3
+    assert probe(tmp_path / "d").type == FileType.DIR
+    assert probe(tmp_path / "fifo").type == FileType.FIFO
+    assert probe(tmp_path / "loop").type == FileType.SYMLINK_LOOP
+    assert probe(tmp_path / "gone").type == FileType.DANGLING_SYMLINK
+    assert probe(tmp_path / "dev").type == FileType.DEVICE
+    assert probe(tmp_path / "missing").type == FileType.MISSING
