@@ -12,6 +12,8 @@ import pytest
 from builders import BASE_TS, SegmentBuilder, records
 from click.testing import Result
 
+from kdump.findings import Finding
+from kdump.formats.batch import BatchHeader
 from kdump.formats.offset_index import decode_offset_index, encode_offset_index
 from kdump.model.log_dir import discover
 from kdump.ops.dump import DumpFilter, DumpOptions, dump_targets
@@ -43,8 +45,8 @@ def _batch_positions(log: Path) -> dict[int, int]:
     """Base offset -> position of every batch of a sound log."""
     out: dict[int, int] = {}
     for ev in dump_targets([discover(str(log))], DumpOptions()):
-        if type(ev).__name__ == "BatchHeader":
-            out[ev.base_offset] = ev.position  # type: ignore[union-attr]
+        if isinstance(ev, BatchHeader) and ev.base_offset is not None:
+            out[ev.base_offset] = ev.position
     return out
 
 
@@ -54,7 +56,8 @@ def test_a_sound_index_gives_a_later_start_and_no_finding(kdump: Kdump, tmp_path
     assert [r["offset"] for r in _of(out, "record")] == [305, 306]
     assert _of(out, "finding") == []
     (summary,) = _of(out, "summary")
-    assert summary["start"] > 0 and summary["partial"] is True
+    assert summary["start"] > 0
+    assert summary["partial"] is True
 
 
 @pytest.mark.parametrize(
@@ -103,7 +106,8 @@ def test_a_planted_bad_index_entry_is_a_finding_and_the_dump_stays_right(
     (finding,) = _of(out, "finding")
     assert finding["file"] == str(index)
     (summary,) = _of(out, "summary")
-    assert summary["start"] == 0 and summary["partial"] is False
+    assert summary["start"] == 0
+    assert summary["partial"] is False
     # The summary counts the finding it shows.
     assert summary["findings"]["warning"] + summary["findings"]["error"] == 1
     # Text says the same.
@@ -156,7 +160,8 @@ def test_a_whole_read_summary_is_unchanged(kdump: Kdump) -> None:
     part = SAMPLES / "logdir" / "c-gzip-0"
     text = kdump("dump", "--to-offset", "2500", str(part)).stdout
     (line,) = [ln for ln in text.splitlines() if ln.startswith("Summary:")]
-    assert "partial" not in line and "valid bytes 176174 of 176174" in line
+    assert "partial" not in line
+    assert "valid bytes 176174 of 176174" in line
 
 
 def test_a_max_bytes_read_says_its_range_and_judges_nothing_past_it(tmp_path: Path) -> None:
@@ -169,17 +174,19 @@ def test_a_max_bytes_read_says_its_range_and_judges_nothing_past_it(tmp_path: Pa
     limit = positions[20] + 5
     events = list(dump_targets([discover(str(log))], DumpOptions(max_bytes=limit)))
     summary = _summary(events)
-    assert summary.partial and summary.start == 0 and summary.scanned_bytes <= limit
-    findings = [ev for ev in events if type(ev).__name__ == "Finding"]
-    codes = [f.code for f in findings]  # type: ignore[attr-defined]
+    assert summary.partial
+    assert summary.start == 0
+    assert summary.scanned_bytes <= limit
+    findings = [ev for ev in events if isinstance(ev, Finding)]
+    codes = [f.code for f in findings]
     assert codes[0] == "invalid-batch-length"
     # The forensic resync finds batch 6 inside the range read; nothing is claimed about the rest.
-    assert all("end of the file" not in f.message for f in findings)  # type: ignore[attr-defined]
+    assert all("end of the file" not in f.message for f in findings)
     # A limit before any later batch: the skipped range is the range read, said so.
     events = list(dump_targets([discover(str(log))], DumpOptions(max_bytes=positions[6] - 1)))
-    skipped = [ev for ev in events if getattr(ev, "code", None) == "skipped-bytes"]
+    skipped = [ev for ev in events if isinstance(ev, Finding) and ev.code == "skipped-bytes"]
     assert len(skipped) == 1
-    assert "the rest of the file was not read" in skipped[0].message  # type: ignore[attr-defined]
+    assert "the rest of the file was not read" in skipped[0].message
 
 
 def test_from_offset_with_max_bytes_counts_from_the_start(tmp_path: Path) -> None:
@@ -187,5 +194,6 @@ def test_from_offset_with_max_bytes_counts_from_the_start(tmp_path: Path) -> Non
     whole = _summary(dump_targets([discover(str(log))], DumpOptions()))
     options = DumpOptions(filter=DumpFilter(from_offset=305), max_bytes=whole.size)
     summary = _summary(dump_targets([discover(str(log))], options))
-    assert summary.start > 0 and summary.partial
+    assert summary.start > 0
+    assert summary.partial
     assert summary.scanned_bytes == whole.size

@@ -30,7 +30,9 @@ def test_segment_base_mismatch_only_from_the_files_start() -> None:
     assert [ev for ev in later if isinstance(ev, Finding)] == []
     summary = later[-1]
     assert isinstance(summary, ScanSummary)
-    assert summary.partial and summary.start == positions[2] and summary.scanned_bytes == len(data)
+    assert summary.partial
+    assert summary.start == positions[2]
+    assert summary.scanned_bytes == len(data)
 
 
 @settings(max_examples=60, deadline=None)
@@ -45,5 +47,6 @@ def test_a_partial_reads_findings_lie_inside_its_range(start_batch: int, end_bat
     assert summary.partial == (start > 0 or summary.stop_reason == "limit")
     for ev in events:
         if isinstance(ev, Finding):
-            assert ev.position is not None and summary.start <= ev.position <= summary.scanned_bytes
+            assert ev.position is not None
+            assert summary.start <= ev.position <= summary.scanned_bytes
             assert ev.code != "segment-base-mismatch" or start == 0
