@@ -8,20 +8,23 @@ summary) for logs, or `Entry` events for other files. Nothing is buffered beyond
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kdump.findings import Finding, make_finding
+from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
+from kdump.model.byte_source import InMemory
 from kdump.model.entries import file_kind, segment_base_offset
 from kdump.model.log_dir import Target
 from kdump.model.segment import Segment
+from kdump.model.segment_view import SegmentView
 from kdump.ops.files import Entry, FileStart
 from kdump.ops.internal import InternalRecord, attach_decoded, choose_decoder
 from kdump.ops.state_files import dump_state_file
 from kdump.scan.events import Event, ScanSummary
-from kdump.scan.log_scanner import decode_batch_records, plausible_entry_at, scan_log
+from kdump.scan.log_scanner import decode_batch_records, scan_log
 from kdump.scan.source import open_buffer
 
 DumpEvent = Event | FileStart | Entry | InternalRecord
@@ -104,6 +107,10 @@ class DumpItem:
     base_offset: int | None = None
     index: Path | None = None
     decoder: str | None = None
+    timeindex: Path | None = None
+    # The next segment's base offset (None: the last segment, or a file given alone): an active
+    # segment's index may end in preallocated zero slots, a closed one's may not.
+    next_base_offset: int | None = None
 
 
 def dump_items(targets: Iterable[Target], options: DumpOptions) -> Iterator[DumpItem]:
@@ -114,11 +121,11 @@ def dump_items(targets: Iterable[Target], options: DumpOptions) -> Iterator[Dump
             kind = file_kind(path)
             if kind in ("log", "checkpoint"):
                 base = segment_base_offset(path) if kind == "log" else None
-                index = None
+                index = timeindex = None
                 if kind == "log" and path.name.endswith(".log"):
-                    candidate = path.with_suffix(".index")
-                    index = candidate if candidate.is_file() else None
-                yield DumpItem(path, target.given, True, base, index, choose_decoder(path, options.decode))
+                    index, timeindex = _sibling(path, ".index"), _sibling(path, ".timeindex")
+                decoder = choose_decoder(path, options.decode)
+                yield DumpItem(path, target.given, True, base, index, decoder, timeindex)
             else:
                 yield DumpItem(path, target.given, False)
             continue
@@ -130,7 +137,14 @@ def dump_items(targets: Iterable[Target], options: DumpOptions) -> Iterator[Dump
                     continue
                 assert seg.log is not None
                 decoder = choose_decoder(seg.log, options.decode)
-                yield DumpItem(seg.log, str(seg.log), True, seg.base_offset, seg.index, decoder)
+                yield DumpItem(
+                    seg.log, str(seg.log), True, seg.base_offset, seg.index, decoder, seg.timeindex, nxt
+                )
+
+
+def _sibling(path: Path, suffix: str) -> Path | None:
+    candidate = path.with_suffix(suffix)
+    return candidate if candidate.is_file() else None
 
 
 def dump_targets(targets: Iterable[Target], options: DumpOptions) -> Iterator[DumpEvent]:
@@ -142,9 +156,7 @@ def dump_targets(targets: Iterable[Target], options: DumpOptions) -> Iterator[Du
 def dump_item(item: DumpItem, options: DumpOptions) -> Iterator[DumpEvent]:
     """Dump one file."""
     if item.is_log:
-        events = dump_log(
-            item.path, options, base_offset=item.base_offset, index=item.index, label=item.label
-        )
+        events = dump_log(item.path, options, base_offset=item.base_offset, label=item.label, item=item)
         yield from attach_decoded(events, item.decoder if options.records else None, item.label)
     else:
         yield from dump_state_file(item.path, file_kind(item.path), item.label)
@@ -163,7 +175,7 @@ def dump_file(path: Path, options: DumpOptions, label: str | None = None) -> Ite
 
     for item in dump_items([discover(str(path))], options):
         if label is not None:
-            item = DumpItem(item.path, label, item.is_log, item.base_offset, item.index, item.decoder)
+            item = replace(item, label=label)
         yield from dump_item(item, options)
 
 
@@ -182,29 +194,24 @@ def batch_events_for_expansion(item: DumpItem, options: DumpOptions) -> Iterator
         transactional_only=f.transactional_only,
     )
     shallow = DumpOptions(records=False, filter=batch_only, max_bytes=options.max_bytes)
-    yield from dump_log(item.path, shallow, base_offset=item.base_offset, index=item.index, label=item.label)
+    yield from dump_log(item.path, shallow, base_offset=item.base_offset, label=item.label, item=item)
 
 
-def _start_position(buf: memoryview, index: Path | None, base_offset: int | None, from_offset: int) -> int:
-    """Where to start scanning for `from_offset`, from the offset index when it can be trusted.
+def _start_position(buf: memoryview, item: DumpItem, from_offset: int) -> tuple[int, list[Finding]]:
+    """Where to start scanning for `from_offset`: the checked offset index lookup of the segment
+    reader (`SegmentView.locate`), and the findings of an index that failed its checks.
 
-    The entry found must point at a checksum-valid batch that starts at or before the offset;
-    otherwise scanning starts at 0 (never a silently wrong start).
+    An entry is used only when it points at a checksum-valid batch starting at or before the
+    offset; otherwise the scan starts at 0 and the bad index is reported (never a silently wrong
+    start). A missing index is no finding here: dump reads the log either way.
     """
-    if index is None or base_offset is None:
-        return 0
-    from kdump.formats.offset_index import decode_offset_index, lookup_offset
-
-    try:
-        with open_buffer(index) as ibuf:
-            contents = decode_offset_index(ibuf, base_offset)
-    except Exception:
-        return 0
-    entry = lookup_offset(contents.entries, from_offset)
-    if entry is None or not plausible_entry_at(buf, entry.position, len(buf)):
-        return 0
-    first = int.from_bytes(buf[entry.position : entry.position + 8], "big", signed=True)
-    return entry.position if first <= from_offset else 0
+    if item.index is None or item.base_offset is None:
+        return 0, []
+    seg = Segment(item.base_offset, item.path, item.index, item.timeindex)
+    with ExitStack() as stack:
+        view = SegmentView(seg, item.next_base_offset, stack, log_source=InMemory(buf, item.label))
+        position, _ = view.locate(from_offset)
+        return position, list(view.ledger.fallback_findings)
 
 
 def dump_log(
@@ -214,19 +221,32 @@ def dump_log(
     base_offset: int | None,
     index: Path | None = None,
     label: str | None = None,
+    item: DumpItem | None = None,
 ) -> Iterator[DumpEvent]:
-    """Dump one log (or KRaft snapshot) file: batches, records when asked, findings, summary."""
+    """Dump one log (or KRaft snapshot) file: batches, records when asked, findings, summary.
+
+    `item` (or `index`) gives the segment's index files, for `--from-offset`; a read that starts
+    after position 0 or stops at `--max-bytes` judges only the bytes it read, and its summary
+    says which positions those were (`ScanSummary.partial`).
+    """
     name = label or str(path)
+    if item is None:
+        item = DumpItem(path, name, True, base_offset, index)
     f = options.filter
     with open_buffer(path) as buf:
         yield FileStart(name, "log", len(buf), base_offset)
         start = 0
+        found: list[Finding] = []
         if f.from_offset is not None:
-            start = _start_position(buf, index, base_offset, f.from_offset)
+            start, found = _start_position(buf, replace(item, label=name), f.from_offset)
+        yield from found
         # --max-bytes limits the scan to a prefix of the file (live brokers); the cut is no damage.
         limit = None if options.max_bytes is None else max(options.max_bytes - start, 0)
-        events = scan_log(
-            buf, file=name, base_offset=base_offset, deep=options.records, start=start, max_bytes=limit
+        events = _counting(
+            scan_log(
+                buf, file=name, base_offset=base_offset, deep=options.records, start=start, max_bytes=limit
+            ),
+            found,
         )
         if not f.active:
             yield from events
@@ -237,6 +257,23 @@ def dump_log(
                     yield ev
             return
         yield from _filter_deep(events, f)
+
+
+def _counting(events: Iterator[Event], found: list[Finding]) -> Iterator[Event]:
+    """The scan's events, its summary counting the index findings shown before them too."""
+    if not found:
+        yield from events
+        return
+    for ev in events:
+        if isinstance(ev, ScanSummary):
+            counts = {sev: sum(1 for x in found if x.severity == sev) for sev in Severity}
+            ev = replace(
+                ev,
+                findings_info=ev.findings_info + counts[Severity.INFO],
+                findings_warning=ev.findings_warning + counts[Severity.WARNING],
+                findings_error=ev.findings_error + counts[Severity.ERROR],
+            )
+        yield ev
 
 
 def _filter_deep(events: Iterator[Event], f: DumpFilter) -> Iterator[Event]:

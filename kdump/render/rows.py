@@ -197,6 +197,8 @@ def summary_row(s: ScanSummary) -> dict[str, Any]:
         "salvageable_batches": s.salvageable_batches,
         "findings": {"info": s.findings_info, "warning": s.findings_warning, "error": s.findings_error},
         "deep": s.deep,
+        "partial": s.partial,
+        "end_position": s.scanned_bytes,
     }
 
 

@@ -107,9 +107,16 @@ def finding_line(f: Finding) -> str:
 def summary_line(s: ScanSummary) -> str:
     """The end of a log file."""
     offsets = "no offsets" if s.first_offset is None else f"offsets {s.first_offset}..{s.last_offset}"
+    # A partial read says which positions it covered: it judged nothing outside them.
+    covered = (
+        f"partial read of positions {s.start}..{s.scanned_bytes} of {s.size} (nothing else checked), "
+        f"valid to position {s.valid_bytes}"
+        if s.partial
+        else f"valid bytes {s.valid_bytes} of {s.size}"
+    )
     return (
         f"Summary: {s.batch_count} batches, {s.record_count} records, {offsets}, "
-        f"valid bytes {s.valid_bytes} of {s.size}, stopped: {s.stop_reason}, "
+        f"{covered}, stopped: {s.stop_reason}, "
         f"findings: {s.findings_error} errors, {s.findings_warning} warnings, {s.findings_info} info"
     )
 

@@ -43,6 +43,7 @@ class ScanSummary:
     that fails `ensureValid()` (size or checksum) or is incomplete; the same in both modes. The
     offsets and timestamps describe that valid prefix, as the broker would see it.
     `salvageable_batches` counts checksum-valid batches found after it (forensic mode).
+    `start` and `scanned_bytes` are the positions the scan began and ended at.
     """
 
     file: str
@@ -77,6 +78,13 @@ class ScanSummary:
         if self.stop_reason in (StopReason.LIMIT, StopReason.CORRUPT_BATCH):
             return self.scanned_bytes - self.start
         return self.size - self.start
+
+    @property
+    def partial(self) -> bool:
+        """Whether the scan covered less than the whole file: it started after position 0 (at an
+        index entry) or stopped at a `max_bytes` limit. It read positions `start`..`scanned_bytes`
+        only, and its findings and counts judge nothing outside them."""
+        return self.start > 0 or self.stop_reason == StopReason.LIMIT
 
     @property
     def invalid_bytes(self) -> int:

@@ -354,7 +354,12 @@ def scan_log(
                     make_finding(
                         "skipped-bytes",
                         file,
-                        f"no valid batch found in the {end - pos} bytes from here to the end of the file",
+                        f"no valid batch found in the {end - pos} bytes from here to the end of the "
+                        + (
+                            f"range read (position {end}; the rest of the file was not read)"
+                            if limited
+                            else "file"
+                        ),
                         position=pos,
                         offset=None if prev_last is None else prev_last + 1,
                         end_position=end,
@@ -428,8 +433,10 @@ def scan_log(
                 or header.partition_leader_epoch < prev_epoch
                 or header.compression > 4
             ):
+                # Only a scan from the file's start can tell the segment's first batch: a read
+                # that starts later (an index lookup, a split) judges only what it read.
                 for f in _check_offsets(
-                    header, file, base_offset, prev_last, prev_epoch, first_offset is None
+                    header, file, base_offset, prev_last, prev_epoch, first_offset is None and start == 0
                 ):
                     yield tally(f)
             prev_last = header.last_offset

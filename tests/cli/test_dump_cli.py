@@ -61,6 +61,8 @@ SUMMARY_FIELDS = {
     "salvageable_batches",
     "findings",
     "deep",
+    "partial",
+    "end_position",
 }
 NON_LOG_TYPES = {
     "index-entry",

@@ -1,0 +1,158 @@
+"""Where a segment's bytes come from: the seam between the segment reader and storage.
+
+`kdump.model.segment_view` never opens a file itself: it asks a `ByteSource` for what it needs,
+and it needs only three things of a file:
+
+- `size()`: its length, which bounds every length field before it is trusted;
+- `read(position, length)`: a range (an index slot, one batch at an index entry's position, the
+  header fields of a batch). Positioning (`locate`, the Spark planner's split points) reads the
+  `.log` through this alone, so a store read by ranges fetches a few KiB per lookup;
+- `buffer()`: the whole file as one buffer, for the scans that walk it (`batches_from`, the tail of
+  a segment), and for index files, which are small and read in place.
+
+`MappedFile` is the local implementation: the file is memory-mapped once, on first use, and a
+range is a slice of the mapping (no copy). `InMemory` serves bytes already held (a buffer a caller
+mapped, an archive member). A remote store plugs in by providing `SourceOpener` (a callable from a
+path to a source) whose sources answer `read` with ranged requests and `buffer` with the whole
+object; the checks made on what they return are the same whatever the source.
+
+Sources are context managers: `close()` releases the mapping (or the connection); a segment reader
+closes the sources it opened when its `ExitStack` closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol, runtime_checkable
+
+from kdump.errors import PathError
+from kdump.scan.source import open_buffer
+
+__all__ = ["ByteSource", "InMemory", "MappedFile", "SourceOpener", "open_local"]
+
+
+@runtime_checkable
+class ByteSource(Protocol):
+    """The bytes of one file, however they are stored. Errors reading them raise `PathError`."""
+
+    @property
+    def label(self) -> str:
+        """How findings name the file (a path, or a URL as the user gave it)."""
+        ...
+
+    def size(self) -> int:
+        """The file's length in bytes."""
+        ...
+
+    def read(self, position: int, length: int) -> memoryview | bytes:
+        """The bytes at `position` .. `position + length`, fewer only where the file ends."""
+        ...
+
+    def buffer(self) -> memoryview:
+        """The whole file as one buffer, valid until `close()`."""
+        ...
+
+    def modified_ms(self) -> int:
+        """The modification time in epoch milliseconds, truncated (Java's `File.lastModified`)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the source holds; buffers it returned are no longer valid."""
+        ...
+
+
+SourceOpener = Callable[[Path], ByteSource]
+
+
+class MappedFile:
+    """A local file, memory-mapped read-only on first use (`kdump.scan.source.open_buffer`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._stack = ExitStack()
+        self._buf: memoryview | None = None
+
+    @property
+    def label(self) -> str:
+        return str(self.path)
+
+    def buffer(self) -> memoryview:
+        if self._buf is None:
+            self._buf = self._stack.enter_context(open_buffer(self.path))
+        return self._buf
+
+    def size(self) -> int:
+        if self._buf is not None:
+            return len(self._buf)
+        try:
+            return self.path.stat().st_size
+        except OSError as exc:
+            raise PathError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
+
+    def read(self, position: int, length: int) -> memoryview:
+        buf = self.buffer()
+        start = max(0, min(position, len(buf)))
+        return buf[start : max(start, min(len(buf), position + length))]
+
+    def modified_ms(self) -> int:
+        try:
+            return self.path.stat().st_mtime_ns // 1_000_000
+        except OSError as exc:
+            raise PathError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
+
+    def close(self) -> None:
+        self._buf = None
+        self._stack.close()
+
+    def __enter__(self) -> MappedFile:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class InMemory:
+    """Bytes already in hand (a buffer mapped by the caller, a member read from an archive)."""
+
+    def __init__(self, data: memoryview | bytes, label: str, modified_ms: int = 0) -> None:
+        self._data = memoryview(data)
+        self._label = label
+        self._mtime = modified_ms
+
+    @property
+    def label(self) -> str:
+        return self._label
+
+    def buffer(self) -> memoryview:
+        return self._data
+
+    def size(self) -> int:
+        return len(self._data)
+
+    def read(self, position: int, length: int) -> memoryview:
+        start = max(0, min(position, len(self._data)))
+        return self._data[start : max(start, min(len(self._data), position + length))]
+
+    def modified_ms(self) -> int:
+        return self._mtime
+
+    def close(self) -> None:
+        """Nothing to release: the caller owns the bytes."""
+
+    def __enter__(self) -> InMemory:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def open_local(path: Path) -> ByteSource:
+    """The default `SourceOpener`: a local file, mapped on first use."""
+    return MappedFile(path)
