@@ -69,9 +69,17 @@ class PartitionReport:
     partitions: int = 0  # log-dir and log-dirs reports: how many partitions they hold
     taken_as: str | None = None  # for a path as given: what kdump took it to be
 
+    # Log dirs and directories of log dirs: findings by severity under them, their own included.
+    under: dict[Severity, int] = field(default_factory=dict)
+
     def count(self, severity: Severity) -> int:
-        """How many findings have this severity."""
+        """How many of this report's own findings have this severity."""
         return sum(1 for f in self.findings if f.severity == severity)
+
+    def total(self, severity: Severity) -> int:
+        """How many findings of this severity it stands for: its own, and for a log dir (or a
+        directory of log dirs) every one of the partitions under it."""
+        return self.count(severity) if self.is_leaf else self.under.get(severity, 0)
 
     def worst(self) -> Severity | None:
         """The highest severity found, or None when clean."""
@@ -192,6 +200,8 @@ def _rollup(
         report.checked_bytes += r.checked_bytes
         report.limited = report.limited or r.limited
     _nothing_to_check(report, options, report.partitions)
+    for sev in Severity:
+        report.under[sev] = report.count(sev) + sum(r.total(sev) for r in parts)
     return report
 
 

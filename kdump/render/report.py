@@ -28,7 +28,7 @@ def report_summary_row(r: PartitionReport) -> dict[str, Any]:
         **coverage_fields(r.log_bytes, r.checked_bytes, r.limited),
         "partitions": None if r.is_leaf else r.partitions,
         "taken_as": r.taken_as,
-        "findings": {s.label: r.count(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)},
+        "findings": {s.label: r.total(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)},
     }
 
 
@@ -74,8 +74,8 @@ def overall_row(reports: Sequence[PartitionReport], exit_code: int) -> dict[str,
 def report_lines(r: PartitionReport) -> list[str]:
     """Text lines: one per finding, then the partition's summary."""
     lines = [finding_line(f) for f in r.findings]
-    status = "ok" if r.count(Severity.ERROR) == 0 else "DAMAGED"
-    findings = f"{r.count(Severity.ERROR)} errors, {r.count(Severity.WARNING)} warnings, {r.count(Severity.INFO)} info"
+    status = "ok" if r.total(Severity.ERROR) == 0 else "DAMAGED"
+    findings = f"{r.total(Severity.ERROR)} errors, {r.total(Severity.WARNING)} warnings, {r.total(Severity.INFO)} info"
     coverage = coverage_text(r.log_bytes, r.checked_bytes, r.limited)
     if r.is_leaf:
         offsets = "no offsets" if r.first_offset is None else f"offsets {r.first_offset}..{r.last_offset}"

@@ -204,7 +204,7 @@ def verify_table(console: Console, reports: Any, exit_code: int) -> None:
         t.add_column(col, justify="left" if col in ("partition", "offsets") else "right")
     for r in reports:
         offsets = "" if r.first_offset is None or not r.is_leaf else f"{r.first_offset}..{r.last_offset}"
-        errors = r.count(Severity.ERROR)
+        errors = r.total(Severity.ERROR)
         share = 100.0 if r.log_bytes == 0 else 100.0 * r.checked_bytes / r.log_bytes
         t.add_row(
             r.label if r.is_leaf else f"{r.label} ({r.taken_as})",
@@ -214,8 +214,8 @@ def verify_table(console: Console, reports: Any, exit_code: int) -> None:
             offsets,
             f"{share:.0f}%",
             str(errors),
-            str(r.count(Severity.WARNING)),
-            str(r.count(Severity.INFO)),
+            str(r.total(Severity.WARNING)),
+            str(r.total(Severity.INFO)),
             style="bold red" if errors else None,
         )
     console.print(t)
