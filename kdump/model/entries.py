@@ -219,7 +219,7 @@ def unknown_finding(p: Probe, where: str, severity: Severity) -> Finding:
     return make_finding(
         "unknown-entry",
         str(p.path),
-        f"{p.path.name} is a {what} kdump does not recognise in a {where}; it was not checked",
+        f"{p.path.name} is a {what} that Kafka does not keep in a {where}; it was not checked",
         severity=severity,
     )
 

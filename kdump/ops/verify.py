@@ -16,13 +16,13 @@ from pathlib import Path
 from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats import checkpoints
-from kdump.formats.producer_snapshot import decode_producer_snapshot
 from kdump.formats.txn_index import AbortedTxn, TxnIndexContents
 from kdump.model.entries import file_kind
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
+from kdump.ops.state_checks import TEXT_DECODERS, check_snapshot, check_text_state
 from kdump.scan.index_checks import check_txn_index
 from kdump.scan.source import read_small_file
 
@@ -235,8 +235,8 @@ def _check_log_dir_files(target: Target) -> list[Finding]:
     out: list[Finding] = []
     for p in target.log_dir_files:
         kind = file_kind(p)
-        if kind in _TEXT_DECODERS:
-            out.extend(_check_text_state(p, kind))
+        if kind in TEXT_DECODERS:
+            out.extend(check_text_state(p, kind))
     return out
 
 
@@ -315,9 +315,9 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
         return report
     kind = file_kind(target.path)
     if kind == "snapshot":
-        report.findings.extend(_check_snapshot(target.path))
-    elif kind in _TEXT_DECODERS:
-        report.findings.extend(_check_text_state(target.path, kind))
+        report.findings.extend(check_snapshot(target.path))
+    elif kind in TEXT_DECODERS:
+        report.findings.extend(check_text_state(target.path, kind))
     else:
         report.findings.append(
             make_finding(
@@ -348,9 +348,9 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
             make_finding("orphan-index", str(p), f"{p.name} has no {p.name.split('.')[0]}.log beside it")
         )
     for snap in part.snapshots.values():
-        f.extend(_check_snapshot(snap))
+        f.extend(check_snapshot(snap))
     if part.partition_metadata is not None:
-        f.extend(_check_text_state(part.partition_metadata, "partition-metadata"))
+        f.extend(check_text_state(part.partition_metadata, "partition-metadata"))
     return report
 
 
@@ -464,40 +464,3 @@ def _check_leader_epochs(part: PartitionDir, results: Sequence[SegmentResult]) -
                     f"the checkpoint starts epoch {e.epoch} at offset {e.start_offset}, past the log end {log_end + 1}",
                     offset=e.start_offset,
                 )
-
-
-def _check_snapshot(path: Path) -> list[Finding]:
-    try:
-        snap = decode_producer_snapshot(read_small_file(path))
-    except (DecodeError, ValueError) as exc:
-        return [make_finding("snapshot-corrupt", str(path), str(exc))]
-    except KdumpError as exc:
-        return [make_finding("unreadable-file", str(path), str(exc))]
-    if not snap.crc_ok:
-        return [
-            make_finding(
-                "snapshot-corrupt",
-                str(path),
-                f"stored crc {snap.stored_crc} differs from computed crc {snap.computed_crc}",
-                position=2,
-            )
-        ]
-    return []
-
-
-_TEXT_DECODERS = {
-    "leader-epoch-checkpoint": checkpoints.decode_leader_epoch_checkpoint,
-    "offset-checkpoint": checkpoints.decode_offset_checkpoint,
-    "partition-metadata": checkpoints.decode_partition_metadata,
-    "meta-properties": checkpoints.decode_meta_properties,
-}
-
-
-def _check_text_state(path: Path, kind: str) -> list[Finding]:
-    try:
-        _TEXT_DECODERS[kind](read_small_file(path))
-    except (DecodeError, ValueError) as exc:
-        return [make_finding("checkpoint-corrupt", str(path), str(exc))]
-    except KdumpError as exc:
-        return [make_finding("unreadable-file", str(path), str(exc))]
-    return []

@@ -1,0 +1,54 @@
+"""Checks of a partition's and a log dir's state files: producer snapshots and the text files.
+
+Each returns findings, never raises: a file that cannot be read is `unreadable-file`, one that
+does not decode as the broker reads it `snapshot-corrupt` or `checkpoint-corrupt`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kdump.errors import DecodeError, KdumpError
+from kdump.findings import Finding, make_finding
+from kdump.formats import checkpoints
+from kdump.formats.producer_snapshot import decode_producer_snapshot
+from kdump.scan.source import read_small_file
+
+
+def check_snapshot(path: Path) -> list[Finding]:
+    """A producer state snapshot decodes and its checksum holds."""
+    try:
+        snap = decode_producer_snapshot(read_small_file(path))
+    except (DecodeError, ValueError) as exc:
+        return [make_finding("snapshot-corrupt", str(path), str(exc))]
+    except KdumpError as exc:
+        return [make_finding("unreadable-file", str(path), str(exc))]
+    if not snap.crc_ok:
+        return [
+            make_finding(
+                "snapshot-corrupt",
+                str(path),
+                f"stored crc {snap.stored_crc} differs from computed crc {snap.computed_crc}",
+                position=2,
+            )
+        ]
+    return []
+
+
+TEXT_DECODERS = {
+    "leader-epoch-checkpoint": checkpoints.decode_leader_epoch_checkpoint,
+    "offset-checkpoint": checkpoints.decode_offset_checkpoint,
+    "partition-metadata": checkpoints.decode_partition_metadata,
+    "meta-properties": checkpoints.decode_meta_properties,
+}
+
+
+def check_text_state(path: Path, kind: str) -> list[Finding]:
+    """A text state file (checkpoint, partition.metadata, meta.properties) decodes as the broker reads it."""
+    try:
+        TEXT_DECODERS[kind](read_small_file(path))
+    except (DecodeError, ValueError) as exc:
+        return [make_finding("checkpoint-corrupt", str(path), str(exc))]
+    except KdumpError as exc:
+        return [make_finding("unreadable-file", str(path), str(exc))]
+    return []
