@@ -81,6 +81,7 @@ class DamagedRegion:
     before: KeptBatch | None = None  # the last kept batch before it, in partition order
     after: KeptBatch | None = None  # the first kept batch after it
     recovered: list[KeptBatch] = field(default_factory=list)  # kept batches from here to the next region
+    floor: int = 0  # the partition's first segment's base offset: no offset below it can be lost
 
     @property
     def lost_offsets(self) -> tuple[int, int] | None:
@@ -88,7 +89,7 @@ class DamagedRegion:
 
         Past the last kept batch of the partition the end is what the damaged headers claim.
         """
-        first = 0 if self.before is None else self.before.header.last_offset + 1
+        first = self.floor if self.before is None else self.before.header.last_offset + 1
         if self.after is not None:
             last = self.after.low - 1
         else:
@@ -291,6 +292,9 @@ def plan_salvage(part: PartitionDir) -> SalvagePlan:
                 sp.kept.append(KeptBatch(sp.segment, h, how, h.position + h.size <= valid))
         sp.regions = _regions(sp, entries, findings, kept_keys, rejected, si)
     _link(plans)
+    for sp in plans:
+        for r in sp.regions:
+            r.floor = segs[0].base_offset
     return SalvagePlan(part, plans)
 
 

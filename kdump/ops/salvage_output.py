@@ -52,9 +52,10 @@ def _inside_log_dir(path: Path, source: Path) -> Path | None:
     for anc in [path, *path.parents]:
         if not anc.is_dir():
             continue
-        if (anc / "meta.properties").is_file() or (anc / ".lock").exists():
+        if (anc / "meta.properties").is_file():
             return anc
-        if anc == holder and looks_like_log_dir(anc):
+        # A broker's `.lock` beside partition directories, or the directory holding the input.
+        if ((anc / ".lock").exists() or anc == holder) and looks_like_log_dir(anc):
             return anc
     return None
 
