@@ -217,6 +217,27 @@ def _rejection(h: BatchHeader, seg: Segment, next_base: int | None) -> str | Non
     return None
 
 
+def _misplaced(candidates: list[tuple[int, int]]) -> set[int]:
+    """Batches whose base offset was damaged: of two neighbours whose offsets overlap, the one that
+    does not continue its other neighbour (a v2 base offset is outside the checksum; its record
+    count and last offset delta are inside, so the batch keeps its span, shifted)."""
+    out: set[int] = set()
+    n = len(candidates)
+
+    def follows(i: int, j: int) -> bool:  # batch j starts right after batch i
+        return 0 <= i < n and 0 <= j < n and candidates[j][0] == candidates[i][1] + 1
+
+    for i in range(n - 1):
+        if candidates[i + 1][0] > candidates[i][1]:
+            continue
+        first_fits, second_fits = follows(i - 1, i), follows(i + 1, i + 2)
+        if first_fits and not second_fits:
+            out.add(i + 1)
+        elif second_fits and not first_fits:
+            out.add(i)
+    return out
+
+
 def _increasing(candidates: list[tuple[int, int]]) -> set[int]:
     """Indexes of the longest chain of (low, last) intervals whose offsets strictly increase.
 
@@ -277,7 +298,9 @@ def plan_salvage(part: PartitionDir) -> SalvagePlan:
             low = h.base_offset if h.base_offset is not None else h.last_offset
             candidates.append((low, h.last_offset))
             where.append((si, ei))
-    chain = _increasing(candidates)
+    misplaced = _misplaced(candidates)
+    order = [ci for ci in range(len(candidates)) if ci not in misplaced]
+    chain = {order[j] for j in _increasing([candidates[ci] for ci in order])}
     for ci, key in enumerate(where):
         if ci not in chain:
             rejected[key] = "its offsets (not covered by the checksum) break the partition's offset order"
