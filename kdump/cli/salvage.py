@@ -25,6 +25,7 @@ from kdump.render.rows import ENCODINGS
     "--out",
     "out",
     required=True,
+    metavar="DIR",
     type=click.Path(path_type=Path),
     help="The directory to write into: created, or an empty one. Refused when it is not empty, is a "
     "link, or lies inside a Kafka log dir or the partition.",
@@ -53,13 +54,18 @@ def salvage_command(
 
     The broker's recovery truncates a segment at its first invalid batch and deletes every later
     segment. salvage reads PARTITION_DIR (never writing to it) and writes into --out DIR:
-    records.jsonl (the records of every batch whose checksum verifies, as `dump --records
-    --format json` prints them, control records marked), records.parquet (Spark's kafka-source
-    columns plus segment, position and isControl), <partition>/ (a clean partition directory: those
-    batches byte for byte, damaged regions cut, offsets unchanged, fresh indexes), partial-
-    unverified.jsonl (records decoded before the damage in batches whose checksum fails:
-    unverified) and report.json. The report is also printed: per damaged region its byte range, the
-    offsets and times lost, and what was recovered after it, and how.
+
+    \b
+      records.jsonl             every record of every batch whose checksum verifies, as
+                                `dump --records --format json` prints it (control records marked)
+      records.parquet           the same with Spark's kafka-source columns, plus segment,
+                                position and isControl
+      <partition>/              a clean partition: those batches byte for byte, damaged regions
+                                cut, offsets unchanged, fresh indexes; then verified
+      partial-unverified.jsonl  records decoded before the damage in batches whose checksum
+                                fails: unverified
+      report.json               per damaged region: its byte range, the offsets and time lost,
+                                what was recovered after it and how (also printed)
 
     \b
     Exit codes: 0 nothing was damaged, 1 damage was cut out (the report says what was lost) or the
