@@ -350,7 +350,7 @@ def _regions(
     for ei, (h, _how) in enumerate(entries):
         if (si, ei) in kept_keys:
             continue
-        reason = rejected.get((si, ei), f"stored crc {h.crc} differs from computed crc {h.computed_crc}")
+        reason = rejected.get((si, ei), "its checksum fails")
         for r in regions:
             if r.start <= h.position < r.end:
                 r.entries.append(DamagedEntry(h, reason))

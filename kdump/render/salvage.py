@@ -32,7 +32,9 @@ def _offsets(first: Any, last: Any) -> str:
 
 
 def _how(counts: dict[str, int]) -> str:
-    return ", ".join(f"{n} by {how}" for how, n in sorted(counts.items())) or "none"
+    order = ("intact", "framing", "resync")
+    parts = [f"{counts[h]} {'intact' if h == 'intact' else 'by ' + h}" for h in order if counts.get(h)]
+    return ", ".join(parts) or "none"
 
 
 def text_report(report: dict[str, Any]) -> list[str]:
@@ -50,8 +52,8 @@ def text_report(report: dict[str, Any]) -> list[str]:
         )
         for e in r["damaged_entries"]:
             out.append(
-                f"  damaged entry at {e['position']} ({e['size']} bytes, {e['compression']}): claims offsets "
-                f"{_offsets(e['claimed_base_offset'], e['claimed_last_offset'])}; {e['reason']}"
+                f"  damaged entry at {e['position']} ({e['size']} bytes, {e['compression']}): {e['reason']}; "
+                f"its header claims offsets {_offsets(e['claimed_base_offset'], e['claimed_last_offset'])}"
                 + (f"; {e['partial_records']} unverified records decoded" if e["partial_records"] else "")
             )
         lost = r["lost_offsets"]
@@ -111,5 +113,5 @@ def text_report(report: dict[str, Any]) -> list[str]:
     for name, why in c["omitted"].items():
         out.append(f"  not copied: {name}: {why}")
     out.append("replay with Spark's kafka sink:")
-    out.extend("  " + line for line in report["replay"]["spark"].splitlines())
+    out.extend("  " + line if line else "" for line in report["replay"]["spark"].splitlines())
     return out
