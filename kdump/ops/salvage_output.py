@@ -37,6 +37,7 @@ RECORDS_JSONL = "records.jsonl"
 RECORDS_PARQUET = "records.parquet"
 PARTIAL_JSONL = "partial-unverified.jsonl"
 REPORT_JSON = "report.json"
+RECORDS_MISSING = ("record-decode-failed", "decompression-failed", "codec-unavailable")
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -226,7 +227,8 @@ class SalvageResult:
     partial_records: int = 0
     partial_dropped: int = 0
     partial_by_batch: dict[tuple[str, int], int] = field(default_factory=dict)
-    decode_failures: list[Finding] = field(default_factory=list)
+    # Findings of kept batches' records (`--deep` checks): the ones that lose records fail the salvage.
+    record_findings: list[Finding] = field(default_factory=list)
     parquet: bool = False
     report: dict[str, Any] = field(default_factory=dict)
 
@@ -235,6 +237,11 @@ class SalvageResult:
         """The clean partition verified without errors and every kept batch's records decoded."""
         v = self.clean.verify
         return v is not None and v.count(Severity.ERROR) == 0 and not self.decode_failures
+
+    @property
+    def decode_failures(self) -> list[Finding]:
+        """Record findings that mean records of a kept batch are missing."""
+        return [f for f in self.record_findings if f.code in RECORDS_MISSING]
 
 
 def salvage(
@@ -279,7 +286,7 @@ def _write_records(result: SalvageResult, odir: OutputDir, record_line: RecordLi
         pq_file = odir.open_new(RECORDS_PARQUET)
         pq_writer = ParquetRecords(pq_file, part.topic, part.partition)
     lines: list[str] = []
-    for rr in recovered_records(result.plan, result.decode_failures):
+    for rr in recovered_records(result.plan, result.record_findings):
         lines.append(record_line(rr.record, rr.batch, str(rr.segment.log)))
         result.records += 1
         result.control_records += rr.batch.is_control

@@ -146,6 +146,11 @@ def build_report(result: SalvageResult, interval_bytes: int, interval_source: st
                 {"code": f.code, "file": f.file, "position": f.position, "message": f.message}
                 for f in result.decode_failures
             ],
+            "findings": [
+                {"code": f.code, "file": f.file, "position": f.position, "message": f.message}
+                for f in result.record_findings
+                if f not in result.decode_failures
+            ],
         },
         "partial": {
             "file": "partial-unverified.jsonl",

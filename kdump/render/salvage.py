@@ -94,6 +94,8 @@ def text_report(report: dict[str, Any]) -> list[str]:
     out.append(f"records: {rec['count']} recovered ({rec['control']} control) -> {files}")
     for f in rec["decode_failures"]:
         out.append(f"  ERROR {f['code']} at {f['file']}:{f['position']}: {f['message']}")
+    for f in rec["findings"]:
+        out.append(f"  {f['code']} at {f['file']}:{f['position']}: {f['message']}")
     p = report["partial"]
     out.append(
         f"partial: {p['records']} unverified records from batches that fail their checksum -> {p['file']}"

@@ -297,3 +297,30 @@ def test_plan_reads_only(tmp_path: Path) -> None:
     before = tree_state(part)
     plan_salvage(PartitionDir.load(part))
     assert tree_state(part) == before
+
+
+def test_a_verified_batch_whose_records_do_not_decode_fails_the_salvage(tmp_path: Path) -> None:
+    from kdump.formats.batch import encode_v2_batch
+
+    part = tmp_path / "in" / "t-0"
+    seg = SegmentBuilder()
+    seg.add_v2(records(5))
+    # A checksum that verifies over a gzip payload that is not gzip: the bytes are what was written.
+    bad = encode_v2_batch(
+        base_offset=5,
+        records_payload=b"not gzip at all",
+        count=5,
+        last_offset_delta=4,
+        base_timestamp=BASE_TS,
+        max_timestamp=BASE_TS,
+        attributes=Codec.GZIP,
+    )
+    seg._append(bad, 5, BASE_TS)
+    seg.add_v2(records(5, start_ts=BASE_TS + 10))
+    seg.write(part)
+    result = _salvage(part, tmp_path / "out")
+    assert result.plan.lost_offsets == []
+    assert [f.code for f in result.decode_failures] == ["decompression-failed"]
+    assert not result.ok
+    assert result.report["records"]["decode_failures"][0]["code"] == "decompression-failed"
+    assert result.records == 10
