@@ -7,8 +7,9 @@ checksum, what can still be read is the output the codec produced before it met 
 - gzip and zstd: streaming decompressors fed a few bytes at a time, so the output before the
   failing input is kept (deflate does not notice most damage at once: bytes just before an error
   may already be wrong, which is why everything salvaged this way is unverified);
-- snappy (xerial framing) and lz4 (frame format): the whole chunks or blocks before the first one
-  that does not decode; a raw snappy block is all or nothing.
+- snappy: a raw block (what Kafka's Java client writes today), or each chunk of the xerial
+  framing, is decoded element by element up to the first literal or copy that cannot be right;
+- lz4 (frame format): the whole blocks before the first one that does not decode.
 
 The result is capped by `max_size`, like `decompress`.
 """
@@ -79,8 +80,8 @@ def _snappy(raw: bytes, max_size: int) -> tuple[bytes, str | None]:
     if len(raw) < _XERIAL_HEADER.size or raw[:8] != XERIAL_MAGIC:
         try:
             return bytes(snappy.uncompress(raw))[:max_size], None
-        except Exception as exc:
-            return b"", f"snappy block does not decompress: {exc}"
+        except Exception:
+            return _snappy_block_prefix(raw, max_size)
     out = bytearray()
     pos = 0
     while pos < len(raw):
@@ -94,8 +95,9 @@ def _snappy(raw: bytes, max_size: int) -> tuple[bytes, str | None]:
             return bytes(out), f"xerial snappy chunk of {length} bytes at {pos} does not fit the payload"
         try:
             out += snappy.uncompress(raw[pos + 4 : pos + 4 + length])
-        except Exception as exc:
-            return bytes(out), f"xerial snappy chunk at {pos} does not decompress: {exc}"
+        except Exception:
+            part, error = _snappy_block_prefix(raw[pos + 4 : pos + 4 + length], max_size - len(out))
+            return bytes(out + part), f"xerial snappy chunk at {pos}: {error}"
         if len(out) > max_size:
             return bytes(out[:max_size]), f"snappy payload expands beyond {max_size} bytes"
         pos += 4 + length
@@ -131,3 +133,58 @@ def _lz4(raw: bytes, max_size: int) -> tuple[bytes, str | None]:
         if len(out) > max_size:
             return bytes(out[:max_size]), f"lz4 payload expands beyond {max_size} bytes"
         pos += 4 + size + checksum
+
+
+def _snappy_block_prefix(block: bytes, max_size: int) -> tuple[bytes, str]:
+    """Decode a raw snappy block element by element, up to the first element that cannot be right.
+
+    The format (a varint length, then literals and back-references tagged by their low two bits)
+    has no checksum: a damaged literal decodes to wrong bytes, a damaged tag usually to a copy that
+    reaches before the start or past the stated length, where this stops.
+    """
+    expected = 0
+    pos = 0
+    for shift in range(0, 35, 7):
+        if pos >= len(block):
+            return b"", "snappy block ends inside its length"
+        b = block[pos]
+        pos += 1
+        expected |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+    limit = min(expected, max_size)
+    out = bytearray()
+    while pos < len(block) and len(out) < limit:
+        tag = block[pos]
+        kind = tag & 3
+        if kind == 0:
+            n = tag >> 2
+            pos += 1
+            if n >= 60:
+                extra = n - 59
+                n = int.from_bytes(block[pos : pos + extra], "little")
+                pos += extra
+            n += 1
+            if pos + n > len(block) or len(out) + n > limit:
+                return bytes(out), f"snappy literal of {n} bytes at {pos} does not fit"
+            out += block[pos : pos + n]
+            pos += n
+            continue
+        if kind == 1:
+            length, offset = (
+                4 + ((tag >> 2) & 7),
+                ((tag >> 5) << 8) | (block[pos + 1] if pos + 1 < len(block) else 0),
+            )
+            pos += 2
+        else:
+            width = 2 if kind == 2 else 4
+            length, offset = (tag >> 2) + 1, int.from_bytes(block[pos + 1 : pos + 1 + width], "little")
+            pos += 1 + width
+        if pos > len(block) or offset == 0 or offset > len(out) or len(out) + length > limit:
+            return bytes(out), f"snappy copy at {pos} (offset {offset}, length {length}) is impossible"
+        start = len(out) - offset
+        for i in range(length):  # copies may overlap their own output
+            out.append(out[start + i])
+    if len(out) != expected:
+        return bytes(out), f"snappy block decodes to {len(out)} of its {expected} bytes"
+    return bytes(out), "snappy block is damaged"
