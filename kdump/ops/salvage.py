@@ -24,6 +24,8 @@ keeps it), `framing` (through the length fields past a batch that failed its che
 from __future__ import annotations
 
 import bisect
+import contextlib
+import mmap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -382,6 +384,26 @@ def _link(plans: list[SegmentSalvage]) -> None:
             current.recovered.append(ev)
 
 
+class PageRelease:
+    """Hands back the mapped pages of a segment already read, every 16 MiB, so that resident
+    memory stays flat however big the segment (the pages stay in the page cache)."""
+
+    EVERY = 16 << 20
+
+    def __init__(self, buf: memoryview) -> None:
+        mm = buf.obj
+        self._mm = mm if isinstance(mm, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED") else None
+        self._done = 0
+
+    def __call__(self, position: int) -> None:
+        upto = position - position % mmap.PAGESIZE
+        if self._mm is None or upto - self._done < self.EVERY:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            self._mm.madvise(mmap.MADV_DONTNEED, self._done, upto - self._done)
+        self._done = upto
+
+
 @dataclass(frozen=True, slots=True)
 class RecoveredRecord:
     """A record of a kept batch."""
@@ -391,8 +413,10 @@ class RecoveredRecord:
     record: Record
 
 
-def recovered_records(plan: SalvagePlan, failures: list[Finding] | None = None) -> Iterator[RecoveredRecord]:
-    """Every record of every kept batch, in partition order (control records included).
+def recovered_batches(
+    plan: SalvagePlan, failures: list[Finding] | None = None
+) -> Iterator[tuple[Segment, BatchHeader, list[Record]]]:
+    """Every kept batch with its records, in partition order (control records included).
 
     A checksum-valid batch whose records still do not decode (a codec library missing, a
     payload that does not decompress) yields what decodes; its findings go to `failures`.
@@ -403,12 +427,20 @@ def recovered_records(plan: SalvagePlan, failures: list[Finding] | None = None) 
         seg = sp.segment
         assert seg.log is not None
         with open_buffer(seg.log) as buf:
+            release = PageRelease(buf)
             for k in sp.kept:
                 records, findings = decode_batch_records(buf, k.header, str(seg.log))
                 if failures is not None:
                     failures.extend(f for f in findings if f.severity.label != "info")
-                for r in records:
-                    yield RecoveredRecord(seg, k.header, r)
+                release(k.header.position + k.header.size)
+                yield seg, k.header, records
+
+
+def recovered_records(plan: SalvagePlan, failures: list[Finding] | None = None) -> Iterator[RecoveredRecord]:
+    """Every record of every kept batch, in partition order (see `recovered_batches`)."""
+    for seg, header, records in recovered_batches(plan, failures):
+        for r in records:
+            yield RecoveredRecord(seg, header, r)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,14 +22,14 @@ from typing import IO, Any
 
 from kdump.errors import DecodeError, KdumpError, PathError, RefusedError
 from kdump.findings import Finding, Severity
-from kdump.formats.batch import BatchHeader
+from kdump.formats.batch import BatchHeader, decode_legacy_header, decode_v2_header
 from kdump.formats.checkpoints import decode_partition_metadata
 from kdump.formats.records import Record
 from kdump.model.log_dir import Target, looks_like_log_dir
 from kdump.model.partition import PARTITION_METADATA, PartitionDir
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, plan_partition
 from kdump.ops.safety import fsync_dir
-from kdump.ops.salvage import SalvagePlan, partial_batches, plan_salvage, recovered_records
+from kdump.ops.salvage import PageRelease, SalvagePlan, partial_batches, plan_salvage, recovered_batches
 from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
 from kdump.scan.source import open_buffer, read_small_file
 
@@ -166,11 +166,15 @@ def write_clean_partition(
             continue
         fh = out.open_new(Path(part.name) / f"{seg.name}.log")
         with open_buffer(seg.log) as buf:
+            release = PageRelease(buf)
             for k in sp.kept:
                 h = k.header
-                # Only bytes of a batch whose checksum was verified in this very mapping are copied.
+                # The checksum is verified again on the very bytes copied: a file that changed since
+                # it was scanned stops the salvage rather than put unverified bytes in.
+                _check_unchanged(buf, h, seg.log)
                 fh.write(buf[h.position : h.position + h.size])
                 clean.log_bytes += h.size
+                release(h.position + h.size)
         _close_synced(fh)
         clean.segments.append(f"{seg.name}.log")
         clean.batches += len(sp.kept)
@@ -189,6 +193,12 @@ def write_clean_partition(
     target = Target(str(dest), dest, "partition", None)
     clean.verify = next(iter(verify_targets([target], VerifyOptions(jobs=1))))
     return clean
+
+
+def _check_unchanged(buf: memoryview, h: BatchHeader, log: Path) -> None:
+    now = (decode_v2_header if h.magic == 2 else decode_legacy_header)(buf, h.position, h.size)
+    if len(buf) < h.position + h.size or not now.crc_ok or now.crc != h.crc:
+        raise KdumpError(f"{log} changed while it was being salvaged (batch at position {h.position})")
 
 
 def _why_not_copied(name: str) -> str:
@@ -285,18 +295,16 @@ def _write_records(result: SalvageResult, odir: OutputDir, record_line: RecordLi
 
         pq_file = odir.open_new(RECORDS_PARQUET)
         pq_writer = ParquetRecords(pq_file, part.topic, part.partition)
-    lines: list[str] = []
-    for rr in recovered_records(result.plan, result.record_findings):
-        lines.append(record_line(rr.record, rr.batch, str(rr.segment.log)))
-        result.records += 1
-        result.control_records += rr.batch.is_control
+    for seg, batch, records in recovered_batches(result.plan, result.record_findings):
+        if not records:
+            continue
+        file = str(seg.log)
+        jsonl.write("\n".join([record_line(r, batch, file) for r in records]) + "\n")
+        result.records += len(records)
+        if batch.is_control:
+            result.control_records += len(records)
         if pq_writer is not None:
-            pq_writer.add(rr)
-        if len(lines) >= 4096:
-            jsonl.write("\n".join(lines) + "\n")
-            lines.clear()
-    if lines:
-        jsonl.write("\n".join(lines) + "\n")
+            pq_writer.add_batch(seg, batch, records)
     _close_synced(jsonl)
     if pq_writer is not None and pq_file is not None:
         pq_writer.close()

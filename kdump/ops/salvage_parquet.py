@@ -17,7 +17,9 @@ from __future__ import annotations
 from typing import IO, Any
 
 from kdump.errors import KdumpError
-from kdump.ops.salvage import RecoveredRecord
+from kdump.formats.batch import BatchHeader
+from kdump.formats.records import Record
+from kdump.model.segment import Segment
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("key", "BINARY"),
@@ -33,7 +35,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("isControl", "BOOLEAN"),
 )
 
+# A row group is written when it holds this many rows or its batches this many bytes, so that
+# big records do not pile up in memory.
 ROW_GROUP = 65536
+ROW_GROUP_BYTES = 8 << 20
 
 
 def load_pyarrow() -> Any:
@@ -76,24 +81,29 @@ class ParquetRecords:
         self._partition = partition
         self._cols: dict[str, list[Any]] = {name: [] for name, _ in COLUMNS}
         self.rows = 0
+        self._bytes = 0
 
-    def add(self, rr: RecoveredRecord) -> None:
-        """One salvaged record."""
-        r, b = rr.record, rr.batch
+    def add_batch(self, segment: Segment, batch: BatchHeader, records: list[Record]) -> None:
+        """The records of one kept batch."""
         c = self._cols
-        c["key"].append(r.key)
-        c["value"].append(r.value)
-        c["topic"].append(self._topic)
-        c["partition"].append(self._partition)
-        c["offset"].append(r.offset)
-        c["timestamp"].append(r.timestamp * 1000)
-        c["timestampType"].append(b.timestamp_type)  # -1 for v0, as the decoder sets it
-        c["headers"].append([{"key": k.decode("utf-8", "replace"), "value": v} for k, v in r.headers] or None)
-        c["segment"].append(str(rr.segment.log))
-        c["position"].append(b.position)
-        c["isControl"].append(b.is_control)
-        self.rows += 1
-        if len(c["offset"]) >= ROW_GROUP:
+        n = len(records)
+        c["key"].extend(r.key for r in records)
+        c["value"].extend(r.value for r in records)
+        c["topic"].extend([self._topic] * n)
+        c["partition"].extend([self._partition] * n)
+        c["offset"].extend(r.offset for r in records)
+        c["timestamp"].extend(r.timestamp * 1000 for r in records)
+        c["timestampType"].extend([batch.timestamp_type] * n)  # -1 for v0, as the decoder sets it
+        c["headers"].extend(
+            [{"key": k.decode("utf-8", "replace"), "value": v} for k, v in r.headers] if r.headers else None
+            for r in records
+        )
+        c["segment"].extend([str(segment.log)] * n)
+        c["position"].extend([batch.position] * n)
+        c["isControl"].extend([batch.is_control] * n)
+        self.rows += n
+        self._bytes += batch.size
+        if len(c["offset"]) >= ROW_GROUP or self._bytes >= ROW_GROUP_BYTES:
             self._flush()
 
     def _flush(self) -> None:
@@ -103,6 +113,7 @@ class ParquetRecords:
         self._writer.write_table(table)
         for col in self._cols.values():
             col.clear()
+        self._bytes = 0
 
     def close(self) -> None:
         """Write what is left and the footer."""

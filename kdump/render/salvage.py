@@ -19,8 +19,13 @@ from kdump.render.jsonl import record_line
 def record_lines(encoding: str = "utf8") -> RecordLine:
     """The function salvage writes each record with: a `dump --format json` record line."""
 
+    encoded: dict[str, str] = {}
+
     def line(r: Record, batch: BatchHeader, file: str) -> str:
-        return record_line(r, batch, json.dumps(file), encoding)
+        file_json = encoded.get(file)
+        if file_json is None:
+            file_json = encoded[file] = json.dumps(file)
+        return record_line(r, batch, file_json, encoding)
 
     return line
 
