@@ -324,3 +324,18 @@ def test_a_verified_batch_whose_records_do_not_decode_fails_the_salvage(tmp_path
     assert not result.ok
     assert result.report["records"]["decode_failures"][0]["code"] == "decompression-failed"
     assert result.records == 10
+
+
+def test_a_file_that_changes_after_the_scan_stops_the_copy(tmp_path: Path) -> None:
+    from kdump.errors import KdumpError
+    from kdump.ops.salvage_output import write_clean_partition
+
+    part = tmp_path / "in" / "t-0"
+    [log] = build_partition(part, segments=1, batches_per_segment=3)
+    plan = plan_salvage(PartitionDir.load(part))
+    position, size = _batches(log)[1]
+    raw = bytearray(log.read_bytes())
+    raw[position + size - 1] ^= 0xFF  # after the scan verified it
+    log.write_bytes(bytes(raw))
+    with pytest.raises(KdumpError, match="changed while it was being salvaged"):
+        write_clean_partition(plan, OutputDir.create(tmp_path / "out", part))
