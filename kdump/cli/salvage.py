@@ -68,8 +68,9 @@ def salvage_command(
                                 what was recovered after it and how (also printed)
 
     \b
-    Exit codes: 0 nothing was damaged, 1 damage was cut out (the report says what was lost) or the
-    clean partition does not verify, 2 usage, 3 cannot read or write, 4 refused (--out).
+    Exit codes: 0 nothing was damaged, 1 damage was cut out (the report says what was lost), a
+    leftover segment was not read, or the clean partition does not verify, 2 usage, 3 cannot read
+    or write, 4 refused (--out).
 
     \b
     Examples:
@@ -106,4 +107,4 @@ def salvage_command(
     if not result.ok:
         click.echo("kdump: the salvage is incomplete: see the errors above", err=True)
         sys.exit(ExitCode.FINDINGS)
-    sys.exit(ExitCode.FINDINGS if result.plan.regions else ExitCode.OK)
+    sys.exit(ExitCode.OK if result.plan.complete else ExitCode.FINDINGS)

@@ -146,6 +146,16 @@ class SalvagePlan:
         """The offset ranges lost for good."""
         return [r for r in (g.lost_offsets for g in self.regions) if r is not None]
 
+    @property
+    def not_read(self) -> list[str]:
+        """Log files of the partition that salvage does not read: `.deleted`, `.cleaned`, `.swap`."""
+        return [str(s.log) for s in self.partition.leftover_segments()]
+
+    @property
+    def complete(self) -> bool:
+        """Nothing was damaged and every log file was read."""
+        return not self.regions and not self.not_read
+
 
 def _scan(seg: Segment) -> tuple[list[tuple[BatchHeader, str]], list[Finding], ScanSummary]:
     """Every framed entry with how it was reached, the findings, the summary."""

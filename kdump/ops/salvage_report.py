@@ -130,6 +130,7 @@ def build_report(result: SalvageResult, interval_bytes: int, interval_source: st
         ],
         "regions": regions,
         "lost_offsets": [{"first": a, "last": b} for a, b in plan.lost_offsets],
+        "not_read": plan.not_read,
         "batches": {
             "kept": len(kept),
             "broker_keeps": sum(1 for k in kept if k.broker_keeps),

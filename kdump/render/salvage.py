@@ -89,6 +89,10 @@ def text_report(report: dict[str, Any]) -> list[str]:
         "lost for good: "
         + (", ".join(_offsets(x["first"], x["last"]) for x in lost_all) if lost_all else "no offsets")
     )
+    for name in report["not_read"]:
+        out.append(
+            f"not read: {name}: a .deleted, .cleaned or .swap leftover (salvage reads live segments only)"
+        )
     b = report["batches"]
     out.append(
         f"batches: {b['kept']} kept: {b['broker_keeps']} the broker's recovery keeps, "

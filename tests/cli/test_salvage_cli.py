@@ -107,3 +107,14 @@ def test_help_names_the_outputs(kdump: Kdump, flag: str) -> None:
     text = kdump("salvage", flag).stdout
     for word in ("records.jsonl", "records.parquet", "report.json", "partial-", "--out"):
         assert word in text
+
+
+def test_a_leftover_segment_is_named_and_fails_the_run(kdump: Kdump, tmp_path: Path) -> None:
+    part = tmp_path / "in" / "orders-0"
+    logs = build_partition(part, segments=2)
+    logs[0].rename(logs[0].with_name(logs[0].name + ".deleted"))
+    result = kdump("salvage", "--no-parquet", str(part), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 1
+    assert f"not read: {logs[0]}.deleted" in result.stdout
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["not_read"] == [f"{logs[0]}.deleted"]

@@ -185,3 +185,24 @@ def _assert_clean(result: SalvageResult, clean: Path) -> None:
     assert result.ok
     interval = result.report["clean_partition"]["index_interval_bytes"]
     assert plan_partition(PartitionDir.load(clean), None, interval_bytes=interval).changes == []
+
+
+def test_every_intact_corpus_partition_is_salvaged_whole(corpus_root: Path, tmp_path: Path) -> None:
+    from corpus import iter_partition_dirs
+
+    seen = 0
+    for corpus, part_dir, _oracle_dir in iter_partition_dirs(corpus_root):
+        out = tmp_path / corpus / part_dir.name
+        result = salvage(PartitionDir.load(part_dir), out, record_line=record_lines(), parquet=False)
+        plan = result.plan
+        assert plan.regions == [], part_dir
+        assert plan.complete == (not plan.not_read)
+        for log in sorted(part_dir.glob("*.log")):
+            assert (out / part_dir.name / log.name).read_bytes() == log.read_bytes(), log
+        verified = next(
+            iter(verify_targets([Target(str(part_dir), part_dir, "partition", None)], VerifyOptions(jobs=1)))
+        )
+        assert result.records == verified.records, part_dir
+        _assert_clean(result, out / part_dir.name)
+        seen += 1
+    assert seen >= 10
