@@ -83,3 +83,17 @@ def test_every_output_file_is_described() -> None:
     described = plain_text(sections(PAGE)["DESCRIPTION"])
     for name in (RECORDS_JSONL, RECORDS_PARQUET, PARTIAL_JSONL, REPORT_JSON):
         assert name in described, name
+
+
+def test_the_readme_session_is_a_real_run(
+    kdump: Callable[..., Any], tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "salvage"
+    result = kdump("salvage", "--format", "text", "samples/damaged/bad-crc-0", "--out", str(out))
+    assert result.exit_code == 1
+    printed = result.stdout.replace(str(out), "/tmp/salvage").rstrip("\n")
+    readme = (REPO / "README.md").read_text()
+    assert (
+        f"$ kdump salvage samples/damaged/bad-crc-0 --out /tmp/salvage\n{printed}\n$ echo $?\n1\n" in readme
+    )
