@@ -29,7 +29,8 @@ from kdump.model.log_dir import Target, looks_like_log_dir
 from kdump.model.partition import PARTITION_METADATA, PartitionDir
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, plan_partition
 from kdump.ops.safety import fsync_dir
-from kdump.ops.salvage import PageRelease, SalvagePlan, partial_batches, plan_salvage, recovered_batches
+from kdump.ops.salvage import PageRelease, SalvagePlan, plan_salvage, recovered_batches
+from kdump.ops.salvage_partial import partial_batches
 from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
 from kdump.scan.source import open_buffer, read_small_file
 
