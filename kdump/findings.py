@@ -102,7 +102,7 @@ _KINDS = [
         "Bytes kdump skipped after framing was lost, up to the next plausible batch (magic, length "
         "and checksum all agree); the offsets in between are lost.",
         "Recovery truncates at the damage, so every batch after it is lost too: salvage them with "
-        "`kdump dump` first.",
+        "`kdump salvage` first.",
         _TRIM,
     ),
     FindingKind(

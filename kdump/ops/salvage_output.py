@@ -1,0 +1,330 @@
+"""Writing a salvage: the output directory, the clean partition, the records, the report.
+
+The input is only read. The output directory is new (or empty), never inside a Kafka log dir
+(a broker would take anything there for a partition) nor inside the partition salvaged; every
+file in it is created exclusively and without following symbolic links, so nothing existing is
+ever overwritten.
+
+The clean partition holds the kept batches of each segment, byte for byte and in their order,
+under the segment's original name (offsets keep their values; a gap is left where damage was, as
+after compaction). Its `.index`, `.timeindex` and `.txnindex` are built by `kdump.ops.reindex`'s
+rule, so `kdump reindex` on it finds nothing to do; then it is verified.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from kdump.errors import DecodeError, KdumpError, PathError, RefusedError
+from kdump.findings import Finding, Severity
+from kdump.formats.batch import BatchHeader, decode_legacy_header, decode_v2_header
+from kdump.formats.checkpoints import decode_partition_metadata
+from kdump.formats.records import Record
+from kdump.model.log_dir import Target, looks_like_log_dir
+from kdump.model.partition import PARTITION_METADATA, PartitionDir
+from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, plan_partition
+from kdump.ops.safety import fsync_dir
+from kdump.ops.salvage import PageRelease, SalvagePlan, plan_salvage, recovered_batches
+from kdump.ops.salvage_partial import partial_batches
+from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
+from kdump.scan.source import open_buffer, read_small_file
+
+RECORDS_JSONL = "records.jsonl"
+RECORDS_PARQUET = "records.parquet"
+PARTIAL_JSONL = "partial-unverified.jsonl"
+REPORT_JSON = "report.json"
+RECORDS_MISSING = ("record-decode-failed", "decompression-failed", "codec-unavailable")
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+RecordLine = Callable[[Record, BatchHeader, str], str]
+"""A record as one JSON line: `kdump.render.jsonl.record_line`, given by the caller (ops cannot
+import render)."""
+
+
+def _inside_log_dir(path: Path, source: Path) -> Path | None:
+    """The Kafka log dir `path` would be inside, if any."""
+    holder = source.resolve().parent
+    for anc in [path, *path.parents]:
+        if not anc.is_dir():
+            continue
+        if (anc / "meta.properties").is_file():
+            return anc
+        # A broker's `.lock` beside partition directories, or the directory holding the input.
+        if ((anc / ".lock").exists() or anc == holder) and looks_like_log_dir(anc):
+            return anc
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class OutputDir:
+    """The salvage's output directory: new or empty, outside any log dir."""
+
+    path: Path
+
+    @classmethod
+    def create(cls, out: Path, source: Path) -> OutputDir:
+        """Create (or take an empty) `out` for a salvage of the partition `source`.
+
+        Raises:
+            RefusedError: `out` is a link, a file, a non-empty directory, inside a log dir or
+                inside the partition.
+            PathError: it cannot be created.
+        """
+        if out.is_symlink():
+            raise RefusedError(f"--out {out} is a symbolic link; kdump does not write through links")
+        if out.exists():
+            if not out.is_dir():
+                raise RefusedError(f"--out {out} exists and is not a directory")
+            if any(out.iterdir()):
+                raise RefusedError(
+                    f"--out {out} is not empty; salvage writes only into a new or empty directory"
+                )
+        resolved = Path(os.path.abspath(out))  # noqa: PTH100  (links in it are resolved below)
+        real = resolved.resolve()
+        src = source.resolve()
+        if real == src or src in real.parents:
+            raise RefusedError(f"--out {out} is inside the partition being salvaged")
+        log_dir = _inside_log_dir(real, source)
+        if log_dir is not None:
+            raise RefusedError(
+                f"--out {out} is inside the Kafka log dir {log_dir}; a broker would take it for a partition"
+            )
+        try:
+            resolved.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PathError(f"cannot create {out}: {exc.strerror or exc}") from exc
+        return cls(resolved)
+
+    def open_new(self, name: str | Path, text: bool = False) -> IO[Any]:
+        """Create a file under the directory exclusively (never overwriting, never through a link)."""
+        path = self.path / name
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644)
+        except FileExistsError as exc:
+            raise RefusedError(f"{path} already exists; salvage never overwrites a file") from exc
+        except OSError as exc:
+            raise PathError(f"cannot create {path}: {exc.strerror or exc}") from exc
+        if text:
+            return os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        return os.fdopen(fd, "wb")
+
+    def mkdir(self, name: str) -> Path:
+        """Create a new subdirectory (it must not exist)."""
+        path = self.path / name
+        try:
+            path.mkdir()
+        except FileExistsError as exc:
+            raise RefusedError(
+                f"{path} already exists; salvage never writes into an existing directory"
+            ) from exc
+        except OSError as exc:
+            raise PathError(f"cannot create {path}: {exc.strerror or exc}") from exc
+        return path
+
+
+def _close_synced(fh: IO[Any]) -> None:
+    fh.flush()
+    os.fsync(fh.fileno())
+    fh.close()
+
+
+@dataclass(slots=True)
+class CleanPartition:
+    """What the clean partition directory holds."""
+
+    path: Path
+    segments: list[str] = field(default_factory=list)
+    log_bytes: int = 0
+    batches: int = 0
+    index_files: list[str] = field(default_factory=list)
+    copied: list[str] = field(default_factory=list)
+    omitted: dict[str, str] = field(default_factory=dict)  # file -> why it is not there
+    verify: PartitionReport | None = None
+
+
+def write_clean_partition(
+    plan: SalvagePlan, out: OutputDir, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+) -> CleanPartition:
+    """Write the kept batches byte for byte, then indexes by the reindex rule, then verify it."""
+    part = plan.partition
+    dest = out.mkdir(part.name)
+    clean = CleanPartition(dest)
+    for sp in plan.segments:
+        seg = sp.segment
+        assert seg.log is not None
+        if sp.summary is None:
+            clean.omitted[seg.log.name] = f"cannot be read: {sp.unreadable}"
+            continue
+        if not sp.kept and sp.summary.size > 0:
+            clean.omitted[seg.log.name] = "no batch in it verifies"
+            continue
+        fh = out.open_new(Path(part.name) / f"{seg.name}.log")
+        with open_buffer(seg.log) as buf:
+            release = PageRelease(buf)
+            for k in sp.kept:
+                h = k.header
+                # The checksum is verified again on the very bytes copied: a file that changed since
+                # it was scanned stops the salvage rather than put unverified bytes in.
+                _check_unchanged(buf, h, seg.log)
+                fh.write(buf[h.position : h.position + h.size])
+                clean.log_bytes += h.size
+                release(h.position + h.size)
+        _close_synced(fh)
+        clean.segments.append(f"{seg.name}.log")
+        clean.batches += len(sp.kept)
+    rebuilt = plan_partition(PartitionDir.load(dest), None, interval_bytes=interval_bytes)
+    for change in rebuilt.changes:
+        fh = out.open_new(Path(part.name) / change.path.name)
+        fh.write(change.data)
+        _close_synced(fh)
+        clean.index_files.append(change.path.name)
+    _copy_partition_metadata(part, out, clean)
+    for p in [*part.snapshots.values(), part.leader_epoch_checkpoint, *part.leftovers, *part.other_files]:
+        if p is not None:
+            clean.omitted[p.name] = _why_not_copied(p.name)
+    fsync_dir(dest)
+    fsync_dir(out.path)
+    target = Target(str(dest), dest, "partition", None)
+    clean.verify = next(iter(verify_targets([target], VerifyOptions(jobs=1))))
+    return clean
+
+
+def _check_unchanged(buf: memoryview, h: BatchHeader, log: Path) -> None:
+    now = (decode_v2_header if h.magic == 2 else decode_legacy_header)(buf, h.position, h.size)
+    if len(buf) < h.position + h.size or not now.crc_ok or now.crc != h.crc:
+        raise KdumpError(f"{log} changed while it was being salvaged (batch at position {h.position})")
+
+
+def _why_not_copied(name: str) -> str:
+    if name.endswith(".snapshot"):
+        return "producer state names offsets that may be lost; the broker rebuilds it from the log"
+    if name == "leader-epoch-checkpoint":
+        return "it may name epochs past the salvaged log end; the broker rebuilds it from the batches"
+    return "not a file of the partition's log"
+
+
+def _copy_partition_metadata(part: PartitionDir, out: OutputDir, clean: CleanPartition) -> None:
+    src = part.partition_metadata
+    if src is None:
+        return
+    try:
+        data = read_small_file(src)
+        decode_partition_metadata(data)
+    except (DecodeError, KdumpError, ValueError) as exc:
+        clean.omitted[PARTITION_METADATA] = f"it does not parse: {exc}"
+        return
+    fh = out.open_new(Path(part.name) / PARTITION_METADATA)
+    fh.write(data)
+    _close_synced(fh)
+    clean.copied.append(PARTITION_METADATA)
+
+
+@dataclass(slots=True)
+class SalvageResult:
+    """A finished salvage: the plan, what was written, and the report."""
+
+    plan: SalvagePlan
+    out: Path
+    clean: CleanPartition
+    records: int = 0
+    control_records: int = 0
+    partial_records: int = 0
+    partial_dropped: int = 0
+    partial_by_batch: dict[tuple[str, int], int] = field(default_factory=dict)
+    # Findings of kept batches' records (`--deep` checks): the ones that lose records fail the salvage.
+    record_findings: list[Finding] = field(default_factory=list)
+    parquet: bool = False
+    report: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """The clean partition verified without errors and every kept batch's records decoded."""
+        v = self.clean.verify
+        return v is not None and v.count(Severity.ERROR) == 0 and not self.decode_failures
+
+    @property
+    def decode_failures(self) -> list[Finding]:
+        """Record findings that mean records of a kept batch are missing."""
+        return [f for f in self.record_findings if f.code in RECORDS_MISSING]
+
+
+def salvage(
+    part: PartitionDir,
+    out: Path,
+    *,
+    record_line: RecordLine,
+    interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    parquet: bool = True,
+    interval_source: str = "the broker default",
+) -> SalvageResult:
+    """Salvage a partition directory into `out`: clean partition, records, partial records, report."""
+    from kdump.ops.salvage_report import build_report
+
+    if parquet:
+        from kdump.ops.salvage_parquet import load_pyarrow
+
+        load_pyarrow()  # fail before anything is written
+    plan = plan_salvage(part)
+    odir = OutputDir.create(out, part.path)
+    clean = write_clean_partition(plan, odir, interval_bytes)
+    result = SalvageResult(plan, odir.path, clean, parquet=parquet)
+    _write_records(result, odir, record_line)
+    _write_partial(result, odir, record_line)
+    result.report = build_report(result, interval_bytes, interval_source)
+    fh = odir.open_new(REPORT_JSON, text=True)
+    json.dump(result.report, fh, indent=2)
+    fh.write("\n")
+    _close_synced(fh)
+    fsync_dir(odir.path)
+    return result
+
+
+def _write_records(result: SalvageResult, odir: OutputDir, record_line: RecordLine) -> None:
+    part = result.plan.partition
+    jsonl = odir.open_new(RECORDS_JSONL, text=True)
+    pq_writer = None
+    pq_file = None
+    if result.parquet:
+        from kdump.ops.salvage_parquet import ParquetRecords
+
+        pq_file = odir.open_new(RECORDS_PARQUET)
+        pq_writer = ParquetRecords(pq_file, part.topic, part.partition)
+    for seg, batch, records in recovered_batches(result.plan, result.record_findings):
+        if not records:
+            continue
+        file = str(seg.log)
+        jsonl.write("\n".join([record_line(r, batch, file) for r in records]) + "\n")
+        result.records += len(records)
+        if batch.is_control:
+            result.control_records += len(records)
+        if pq_writer is not None:
+            pq_writer.add_batch(seg, batch, records)
+    _close_synced(jsonl)
+    if pq_writer is not None and pq_file is not None:
+        pq_writer.close()
+        _close_synced(pq_file)
+
+
+def _write_partial(result: SalvageResult, odir: OutputDir, record_line: RecordLine) -> None:
+    fh = odir.open_new(PARTIAL_JSONL, text=True)
+    for pb in partial_batches(result.plan):
+        assert pb.segment.log is not None
+        result.partial_dropped += pb.dropped
+        result.partial_by_batch[(str(pb.segment.log), pb.batch.position)] = len(pb.records)
+        for r in pb.records:
+            row = json.loads(record_line(r, pb.batch, str(pb.segment.log)))
+            row["type"] = "unverified-record"
+            row["unverified"] = True
+            row["batch_crc"] = pb.batch.crc
+            row["batch_computed_crc"] = pb.batch.computed_crc
+            row["decoding_stopped"] = pb.stopped
+            fh.write(json.dumps(row, separators=(",", ":")) + "\n")
+            result.partial_records += 1
+    _close_synced(fh)

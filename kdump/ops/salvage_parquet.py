@@ -1,0 +1,121 @@
+"""`records.parquet`: salvaged records with the columns of Spark's built-in `kafka` source.
+
+The first eight columns are exactly those of Spark's `kafka` source, with its types (the same
+table as `kdump.spark.schema.KAFKA_COLUMNS`, which a test keeps equal): `key`, `value`, `topic`,
+`partition`, `offset`, `timestamp` (microseconds, UTC; a v0 record's -1 ms as the consumer reports
+it), `timestampType` (-1, 0 CreateTime, 1 LogAppendTime) and `headers` (null when a record has
+none). Then `segment` (the `.log` it came from), `position` (its batch's byte position there) and
+`isControl` (transaction markers and other control records: never replay those).
+
+The columns map one to one onto Spark's `kafka` sink (`key`, `value`, `headers`, `topic`,
+`partition`), so `spark.read.parquet(...).write.format("kafka")` puts the records back.
+pyarrow is imported only here, on first use (the `parquet` extra).
+"""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+from kdump.errors import KdumpError
+from kdump.formats.batch import BatchHeader
+from kdump.formats.records import Record
+from kdump.model.segment import Segment
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("key", "BINARY"),
+    ("value", "BINARY"),
+    ("topic", "STRING"),
+    ("partition", "INT"),
+    ("offset", "BIGINT"),
+    ("timestamp", "TIMESTAMP"),
+    ("timestampType", "INT"),
+    ("headers", "ARRAY<STRUCT<key: STRING, value: BINARY>>"),
+    ("segment", "STRING"),
+    ("position", "BIGINT"),
+    ("isControl", "BOOLEAN"),
+)
+
+# A row group is written when it holds this many rows or its batches this many bytes, so that
+# big records do not pile up in memory.
+ROW_GROUP = 65536
+ROW_GROUP_BYTES = 8 << 20
+
+
+def load_pyarrow() -> Any:
+    """pyarrow and pyarrow.parquet, or a clear error naming the extra that installs them."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise KdumpError(
+            "records.parquet needs pyarrow: pip install 'kdump[parquet]' (or give --no-parquet)"
+        ) from exc
+    return pa, pq
+
+
+def arrow_schema() -> Any:
+    """The Arrow schema of `records.parquet`."""
+    pa, _ = load_pyarrow()
+    header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+    types = {
+        "BINARY": pa.binary(),
+        "STRING": pa.string(),
+        "INT": pa.int32(),
+        "BIGINT": pa.int64(),
+        "BOOLEAN": pa.bool_(),
+        "TIMESTAMP": pa.timestamp("us", tz="UTC"),
+        "ARRAY<STRUCT<key: STRING, value: BINARY>>": pa.list_(pa.field("element", header, nullable=True)),
+    }
+    return pa.schema([pa.field(name, types[kind], nullable=True) for name, kind in COLUMNS])
+
+
+class ParquetRecords:
+    """Writes rows in row groups as they come, so memory stays bounded."""
+
+    def __init__(self, out: IO[bytes], topic: str | None, partition: int | None) -> None:
+        pa, pq = load_pyarrow()
+        self._pa = pa
+        self._schema = arrow_schema()
+        self._writer = pq.ParquetWriter(out, self._schema, compression="zstd")
+        self._topic = topic
+        self._partition = partition
+        self._cols: dict[str, list[Any]] = {name: [] for name, _ in COLUMNS}
+        self.rows = 0
+        self._bytes = 0
+
+    def add_batch(self, segment: Segment, batch: BatchHeader, records: list[Record]) -> None:
+        """The records of one kept batch."""
+        c = self._cols
+        n = len(records)
+        c["key"].extend(r.key for r in records)
+        c["value"].extend(r.value for r in records)
+        c["topic"].extend([self._topic] * n)
+        c["partition"].extend([self._partition] * n)
+        c["offset"].extend(r.offset for r in records)
+        c["timestamp"].extend(r.timestamp * 1000 for r in records)
+        c["timestampType"].extend([batch.timestamp_type] * n)  # -1 for v0, as the decoder sets it
+        c["headers"].extend(
+            [{"key": k.decode("utf-8", "replace"), "value": v} for k, v in r.headers] if r.headers else None
+            for r in records
+        )
+        c["segment"].extend([str(segment.log)] * n)
+        c["position"].extend([batch.position] * n)
+        c["isControl"].extend([batch.is_control] * n)
+        self.rows += n
+        self._bytes += batch.size
+        if len(c["offset"]) >= ROW_GROUP or self._bytes >= ROW_GROUP_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._cols["offset"]:
+            return
+        table = self._pa.Table.from_pydict(self._cols, schema=self._schema)
+        self._writer.write_table(table)
+        for col in self._cols.values():
+            col.clear()
+        self._bytes = 0
+
+    def close(self) -> None:
+        """Write what is left and the footer."""
+        self._flush()
+        self._writer.close()
