@@ -105,7 +105,8 @@ def looks_like_log_dir(path: Path) -> bool:
     names = list_dir(path)
     if isinstance(names, str):
         return False
-    if any(n in LOG_DIR_FILES for n in names):
+    # `.lock` alone says nothing: other tools (pytest among them) leave files of that name.
+    if any(n in LOG_DIR_FILES and n != LOCK_FILE for n in names):
         return True
     return any(parse_partition_dir_name(n) is not None and (path / n).is_dir() for n in names)
 
@@ -135,6 +136,12 @@ class Target:
         """The partition directories of this target (for log-dirs: of every log dir under it)."""
         if self.kind == "log-dirs":
             return [p for c in self.children for p in c.partitions()]
+        if not self.parts:
+            # A target built by hand (not by `discover`) is listed when asked.
+            if self.kind == "partition":
+                return [PartitionDir.load(self.path)]
+            if self.kind == "log-dir":
+                return LogDir.load(self.path).partitions
         return list(self.parts)
 
     @property

@@ -24,9 +24,10 @@ from kdump.errors import DecodeError, KdumpError, PathError, RefusedError
 from kdump.findings import Finding, Severity
 from kdump.formats.batch import BatchHeader, decode_legacy_header, decode_v2_header
 from kdump.formats.checkpoints import decode_partition_metadata
+from kdump.formats.filenames import PARTITION_METADATA
 from kdump.formats.records import Record
 from kdump.model.log_dir import Target, looks_like_log_dir
-from kdump.model.partition import PARTITION_METADATA, PartitionDir
+from kdump.model.partition import PartitionDir
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, plan_partition
 from kdump.ops.safety import fsync_dir
 from kdump.ops.salvage import PageRelease, SalvagePlan, plan_salvage, recovered_batches
@@ -179,7 +180,7 @@ def write_clean_partition(
         _close_synced(fh)
         clean.segments.append(f"{seg.name}.log")
         clean.batches += len(sp.kept)
-    rebuilt = plan_partition(PartitionDir.load(dest), None, interval_bytes=interval_bytes)
+    rebuilt = plan_partition(PartitionDir.load(dest), None, interval_bytes=interval_bytes, rebuild_all=True)
     for change in rebuilt.changes:
         fh = out.open_new(Path(part.name) / change.path.name)
         fh.write(change.data)
@@ -192,7 +193,8 @@ def write_clean_partition(
     fsync_dir(dest)
     fsync_dir(out.path)
     target = Target(str(dest), dest, "partition", None)
-    clean.verify = next(iter(verify_targets([target], VerifyOptions(jobs=1))))
+    # An empty partition salvages to an empty one: that is what there was.
+    clean.verify = next(iter(verify_targets([target], VerifyOptions(jobs=1, allow_empty=True))))
     return clean
 
 
