@@ -20,6 +20,7 @@ COMMANDS = {
     "seek-by-time": ("kdump.cli.seek", "seek_command"),
     "trim-tail": ("kdump.cli.trim", "trim_command"),
     "restore": ("kdump.cli.restore", "restore_command"),
+    "compare": ("kdump.cli.compare", "compare_command"),
 }
 
 
