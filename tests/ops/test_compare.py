@@ -12,6 +12,9 @@ from kdump.model.partition import PartitionDir
 from kdump.ops.compare import PartitionComparison, compare_partition, exit_code
 from kdump.ops.epochs import end_offset_for
 
+# Finding codes these tests produce (tests/test_findings_catalog.py checks every code has a test).
+COVERED_CODES = frozenset({"leader-epoch-checkpoint-contradicted"})
+
 
 @pytest.fixture
 def txn(corpus_root: Path, tmp_path: Path) -> Path:
