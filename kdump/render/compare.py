@@ -214,7 +214,8 @@ def partition_lines(c: PartitionComparison) -> list[str]:
             if p.common_last_offset is not None
             else "no common prefix"
         )
-        lines.append(f"  {p.a} vs {p.b}: {prefix}; {len(p.divergences)} divergent ranges")
+        count = len(p.divergences)
+        lines.append(f"  {p.a} vs {p.b}: {prefix}; {count} divergent range{'' if count == 1 else 's'}")
         if p.divergences:
             drows = [["kind", "offsets", p.a, p.b]]
             for d in p.divergences:
