@@ -46,7 +46,9 @@ def main() -> None:
     parser.add_argument("--shapes", default="abc")
     args = parser.parse_args()
     kdump = shutil.which("kdump") or str(Path(sys.executable).with_name("kdump"))
-    print(f"{'shape':<6} {'MB':>6} {'compare s':>10} {'2 verifies s':>13} {'ratio':>6} {'verify A B s':>13} {'ratio':>6}")
+    print(
+        f"{'shape':<6} {'MB':>6} {'compare s':>10} {'2 verifies s':>13} {'ratio':>6} {'verify A B s':>13} {'ratio':>6}"
+    )
     for shape in args.shapes:
         a = args.root / f"{shape}-0"
         b = args.root / "replica2" / f"{shape}-0"
@@ -55,7 +57,9 @@ def main() -> None:
         size_mb = os.path.getsize(a / "00000000000000000000.log") / 1e6
         done = subprocess.run([kdump, "compare", str(a), str(b)], capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            sys.exit(f"compare of two copies did not agree (exit {done.returncode}):\n{done.stdout}{done.stderr}")
+            sys.exit(
+                f"compare of two copies did not agree (exit {done.returncode}):\n{done.stdout}{done.stderr}"
+            )
         compare = _time([[kdump, "compare", "--format", "text", str(a), str(b)]], args.runs)
         verifies = _time([[kdump, "verify", str(a)], [kdump, "verify", str(b)]], args.runs)
         both = _time([[kdump, "verify", str(a), str(b)]], args.runs)
