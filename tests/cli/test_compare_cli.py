@@ -140,3 +140,47 @@ def test_damaged_replica_exits_3_and_says_what_was_not_compared(
 def test_one_path_is_a_usage_error(kdump: Run, tmp_path: Path) -> None:
     result = kdump("compare", str(tmp_path))
     assert result.exit_code == 2
+
+
+def test_leader_given_as_its_log_dir(kdump: Run, corpus_root: Path, tmp_path: Path) -> None:
+    base = corpus_root / "kafka-3.8.0"
+    one = make_log_dir(tmp_path / "b1", {"txn-1": base / "txn-1"})
+    two = make_log_dir(tmp_path / "b2", {"txn-1": base / "txn-1"})
+    for p in two.rglob("*"):
+        p.chmod(p.stat().st_mode | 0o200)
+    cut = cut_at_batch(two / "txn-1", -1)
+    rows = objects(kdump("compare", "--format", "json", "--leader", str(two), str(one), str(two)).stdout)
+    [t] = [r for r in rows if r["type"] == "truncation"]
+    assert (t["leader"], t["replica"], t["truncate_to"]) == (str(two / "txn-1"), str(one / "txn-1"), cut)
+    stray = kdump("compare", "--leader", str(tmp_path / "elsewhere"), str(one), str(two))
+    assert "not one of the replicas of txn-1" in stray.stderr
+
+
+def test_legacy_replicas_fall_back_to_the_high_watermark(
+    kdump: Run, corpus_root: Path, tmp_path: Path
+) -> None:
+    """v0 messages carry no leader epoch: a follower truncates to its high watermark, which the
+    log dir's replication-offset-checkpoint holds."""
+    from kdump.formats.checkpoints import encode_offset_checkpoint
+
+    src = corpus_root / "kafka-3.8.0-zk-legacy" / "legacy-v0-none-0"
+    one = make_log_dir(tmp_path / "b1", {"legacy-v0-none-0": src})
+    two = make_log_dir(tmp_path / "b2", {"legacy-v0-none-0": src})
+    for p in one.rglob("*"):
+        p.chmod(p.stat().st_mode | 0o200)
+    every = batches(one / "legacy-v0-none-0")
+    high_watermark = every[len(every) // 2][1].last_offset
+    (two / "replication-offset-checkpoint").write_bytes(
+        encode_offset_checkpoint([("legacy-v0-none", 0, high_watermark)])
+    )
+    cut_at_batch(one / "legacy-v0-none-0", -5)
+    rows = objects(kdump("compare", "--format", "json", "--leader", str(one), str(one), str(two)).stdout)
+    [t] = [r for r in rows if r["type"] == "truncation"]
+    assert t["method"] == "high-watermark"
+    assert t["truncate_to"] == high_watermark
+    assert t["first_removed_offset"] == high_watermark
+    assert t["records_removed"] == every[-1][1].last_offset - high_watermark + 1
+    # Without the checkpoint the high watermark is not known, and the output says so.
+    (two / "replication-offset-checkpoint").unlink()
+    text = kdump("compare", "--format", "text", "--leader", str(one), str(one), str(two)).stdout
+    assert "which is not known here" in text
