@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kdump.errors import KdumpError
+from kdump.formats.filenames import parse_partition_dir_name
 from kdump.model.log_dir import discover
 from kdump.model.partition import PartitionDir
 from kdump.ops.compare import PartitionComparison, compare_partition, group_replicas
@@ -84,10 +85,9 @@ def fleet_groups(paths: Sequence[str]) -> tuple[list[Group], list[str], bool]:
 
 def comparison_rows(result: PartitionComparison) -> list[dict[str, Any]]:
     """One flat row per divergent range (per pair of replicas) and per unreadable range."""
-    first = result.replicas[0] if result.replicas else None
-    part = PartitionDir.load(first.path) if first is not None else None
-    topic = part.topic if part is not None else None
-    number = part.partition if part is not None else None
+    parsed = parse_partition_dir_name(result.name)
+    topic = parsed.topic if parsed is not None else None
+    number = parsed.partition if parsed is not None else None
     rows = []
     for d in result.divergences:
         a, b = d.sides
