@@ -124,8 +124,11 @@ def _print(result: PartitionComparison, fmt: str) -> None:
     if fmt == "json":
         for row in render.partition_rows(result):
             sys.stdout.write(json.dumps(row, separators=(",", ":")) + "\n")
+    elif fmt == "rich":
+        from kdump.render.rich_tty import make_console
+
+        render.write_rich(make_console(sys.stdout), result)
     else:
-        # The text table is short and wide; rich adds nothing a terminal needs here.
         sys.stdout.write("\n".join(render.partition_lines(result)) + "\n")
     sys.stdout.flush()
 

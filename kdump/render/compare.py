@@ -236,3 +236,56 @@ def total_line(results: Sequence[PartitionComparison], exit_code: int) -> str:
         f"Total: {row['partitions']} partitions: {row['agree']} agree, {row['diverge']} diverge, "
         f"{row['incomplete']} incomplete; exit {exit_code}"
     )
+
+
+# --- rich ------------------------------------------------------------------------------------------
+
+
+def write_rich(console: Any, c: PartitionComparison) -> None:
+    """The same content as the text table, as rich tables (markup off: names may hold `[`)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from kdump.render.rich_tty import finding_text
+
+    replicas = Table(title=f"partition {c.name}", title_justify="left")
+    for name in ("replica", "log start", "log end", "epochs (start)", "batches", "records", "errors"):
+        replicas.add_column(name, justify="right" if name in ("batches", "records", "errors") else "left")
+    for r in c.replicas:
+        errors = sum(1 for f in r.findings if f.severity >= Severity.ERROR)
+        epochs = " ".join(f"{e}@{s}" for e, s in broker_cache(r)) or "-"
+        replicas.add_row(
+            r.label,
+            str(r.log_start_offset),
+            str(r.log_end_offset),
+            epochs,
+            str(len(r)),
+            str(sum(r.counts)),
+            str(errors),
+        )
+    console.print(replicas)
+    for f in c.findings:
+        if f.severity > Severity.INFO:
+            console.print(finding_text(f))
+    for u in c.uncomparable:
+        console.print(
+            Text(
+                f"uncomparable: {u.replica} offsets {_range(u.first_offset, u.last_offset)} ({u.reason})",
+                "yellow",
+            )
+        )
+    for p in c.pairs:
+        prefix = f"agree up to offset {p.common_last_offset} (epoch {p.common_epoch})"
+        if p.common_last_offset is None:
+            prefix = "no common prefix"
+        table = Table(title=f"{p.a} vs {p.b}: {prefix}", title_justify="left")
+        for name in ("kind", "offsets", p.a, p.b):
+            table.add_column(name)
+        for d in p.divergences:
+            style = "bold red" if d.kind == "conflict" else "yellow"
+            table.add_row(
+                Text(d.kind, style), _range(d.first_offset, d.last_offset), *(_side_text(s) for s in d.sides)
+            )
+        console.print(table)
+    for t in c.truncations:
+        console.print(truncation_line(t))

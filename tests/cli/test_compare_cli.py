@@ -184,3 +184,12 @@ def test_legacy_replicas_fall_back_to_the_high_watermark(
     (two / "replication-offset-checkpoint").unlink()
     text = kdump("compare", "--format", "text", "--leader", str(one), str(one), str(two)).stdout
     assert "which is not known here" in text
+
+
+def test_rich_tables(kdump: Run, pair: tuple[Path, Path, int]) -> None:
+    old, new, cut = pair
+    result = kdump("compare", "--format", "rich", str(old), str(new))
+    assert result.exit_code == 1
+    assert "partition txn-1" in result.stdout
+    assert "conflict" in result.stdout
+    assert f"{cut}.." in result.stdout
