@@ -45,8 +45,8 @@ def cut_at_batch(part: Path, index: int) -> int:
         if later.name > log.name:
             for sibling in part.glob(later.name.split(".")[0] + ".*"):
                 sibling.unlink()
-    assert entry.base_offset is not None
-    return entry.base_offset
+    # An uncompressed legacy message has no base offset: its own offset is its only one.
+    return entry.base_offset if entry.base_offset is not None else entry.last_offset
 
 
 def set_epochs(part: Path, from_offset: int, epoch: int) -> None:
