@@ -87,3 +87,18 @@ def append_foreign(part: Path, source: Path, count: int, epoch: int) -> tuple[in
 def write_epochs(part: Path, entries: list[tuple[int, int]]) -> None:
     """Replace the partition's leader-epoch-checkpoint."""
     (part / "leader-epoch-checkpoint").write_bytes(encode_leader_epoch_checkpoint(entries))
+
+
+def drop_head(part: Path, keep_from: int) -> int:
+    """Retention on this replica only: the first segment loses its batches before the
+    `keep_from`-th and is renamed to start where they end, as a broker's log start moves on.
+    Returns the new log start offset. The segment's indexes go (the broker rebuilds them)."""
+    log = segment_logs(part)[0]
+    entries = log_entries(log.read_bytes())
+    entry = entries[keep_from]
+    start = entry.base_offset if entry.base_offset is not None else entry.last_offset
+    data = log.read_bytes()[entry.position :]
+    for sibling in part.glob(log.name.split(".")[0] + ".*"):
+        sibling.unlink()
+    (part / f"{start:020d}.log").write_bytes(data)
+    return start

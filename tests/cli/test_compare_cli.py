@@ -21,7 +21,7 @@ def pair(corpus_root: Path, tmp_path: Path) -> tuple[Path, Path, int]:
     old = copy_partition(src, tmp_path / "broker1" / "txn-1")
     new = copy_partition(src, tmp_path / "broker2" / "txn-1")
     cut = cut_at_batch(new, -2)
-    append_foreign(new, corpus_root / "kafka-3.8.0" / "c-none-0", 3, epoch=1)
+    append_foreign(new, corpus_root / "kafka-3.8.0" / "timestamps-0", 3, epoch=1)
     write_epochs(new, [(0, batches(old)[0][1].base_offset or 0), (1, cut)])
     return old, new, cut
 

@@ -37,7 +37,7 @@ def fleet(corpus_root: Path, tmp_path: Path) -> list[Path]:
             p.chmod(p.stat().st_mode | 0o200)
     cut_at_batch(dirs[1] / "txn-1", -2)
     cut = cut_at_batch(dirs[2] / "txn-1", -4)
-    append_foreign(dirs[2] / "txn-1", base / "c-none-0", 2, epoch=1)
+    append_foreign(dirs[2] / "txn-1", base / "timestamps-0", 2, epoch=1)
     write_epochs(dirs[2] / "txn-1", [(0, batches(dirs[0] / "txn-1")[0][1].base_offset or 0), (1, cut)])
     return dirs
 
