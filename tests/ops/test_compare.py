@@ -261,3 +261,56 @@ def test_end_offset_for_follows_kafka() -> None:
     assert end_offset_for(cache, 9, 30) == (-1, -1)  # above every epoch: undefined
     assert end_offset_for([(3, 7)], 1, 30) == (1, 7)  # below every epoch: the first start
     assert end_offset_for(cache, -1, 30) == (-1, -1)
+
+
+def epochs_by_offset(part: Path) -> dict[int, int]:
+    """Brute force, from the bytes: the leader epoch of the batch holding each offset."""
+    out = {}
+    for log, e in batches(part):
+        epoch = struct.unpack_from(">i", log.read_bytes(), e.position + 12)[0]
+        for offset in range(e.base_offset if e.base_offset is not None else e.last_offset, e.last_offset + 1):
+            out[offset] = epoch
+    return out
+
+
+def brute_force_truncation(follower: Path, leader: Path) -> int:
+    """The first offset the follower holds under another epoch than the leader (or that the leader
+    lacks): from there on its records were written by a leader the other never followed."""
+    mine, theirs = epochs_by_offset(follower), epochs_by_offset(leader)
+    for offset in sorted(mine):
+        if theirs.get(offset) != mine[offset]:
+            return offset
+    return max(mine) + 1
+
+
+@pytest.mark.parametrize("scenario", ["lag", "conflict-at-head", "conflict-mid-segment", "several-epochs"])
+def test_truncation_point_matches_brute_force_on_real_segments(
+    scenario: str, txn: Path, foreign: Path, tmp_path: Path
+) -> None:
+    every = batches(txn)
+    n = len(every)
+    start = every[0][1].base_offset or 0
+    other = replica(txn, tmp_path, "b2")
+    if scenario == "lag":
+        cut_at_batch(other, -3)
+    elif scenario == "conflict-at-head":
+        cut = cut_at_batch(other, -3)
+        append_foreign(other, foreign, 3, epoch=1)
+        write_epochs(other, [(0, start), (1, cut)])
+    elif scenario == "conflict-mid-segment":
+        cut = cut_at_batch(other, n // 2)
+        append_foreign(other, foreign, 2, epoch=4)
+        write_epochs(other, [(0, start), (4, cut)])
+    else:
+        s1, s2 = (every[n // 3][1].base_offset or 0), (every[2 * n // 3][1].base_offset or 0)
+        set_epochs(txn, s1, 2)
+        set_epochs(txn, s2, 5)
+        write_epochs(txn, [(0, start), (2, s1), (5, s2)])
+        set_epochs(other, s1, 3)
+        cut_at_batch(other, 2 * n // 3)
+        append_foreign(other, foreign, 2, epoch=4)
+        write_epochs(other, [(0, start), (3, s1), (4, s2)])
+    result = run(txn, other)
+    for t in result.truncations:
+        follower, leader = Path(t.replica), Path(t.leader)
+        assert t.truncation.truncate_to == brute_force_truncation(follower, leader), (t.leader, t.replica)
