@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.ops.epochs import Truncation, check_checkpoint, epoch_cache, truncation_point
 from kdump.ops.replica import Hole, Replica, load_replica
+from kdump.ops.verify import PARALLEL_THRESHOLD_BYTES
 
 LAG, CONFLICT, GAP = "lag", "conflict", "gap"
 
@@ -218,11 +220,20 @@ def _compacted_form(small: Replica, si: Sequence[int], big: Replica, bi: Sequenc
 
 def _chunks(a: Replica, ia: list[int], b: Replica, ib: list[int], pair: PairResult) -> None:
     """Walk two replicas' batches; record agreement and the divergent chunks."""
-    b_at = {b.key(j): n for n, j in enumerate(ib)}
+    all_a, all_b = a.keys(), b.keys()
+    ka = all_a if len(ia) == len(a) else [all_a[i] for i in ia]
+    kb = all_b if len(ib) == len(b) else [all_b[j] for j in ib]
+    if ka == kb:
+        # Replicas that agree (the common case) cost one comparison of two lists.
+        pair.agreed_batches = len(ka)
+        if ia:
+            pair.common_last_offset, pair.common_epoch = a.lasts[ia[-1]], a.epochs[ia[-1]]
+        return
+    b_at = {k: n for n, k in enumerate(kb)}
     p = q = 0
     prefix_open = True
     while p < len(ia) and q < len(ib):
-        if a.key(ia[p]) == b.key(ib[q]):
+        if ka[p] == kb[q]:
             pair.agreed_batches += 1
             if prefix_open:
                 pair.common_last_offset = a.lasts[ia[p]]
@@ -231,9 +242,7 @@ def _chunks(a: Replica, ia: list[int], b: Replica, ib: list[int], pair: PairResu
             q += 1
             continue
         # The next batch both hold: the one with the smallest offset, found from either side.
-        resync = next(
-            ((p2, b_at[a.key(ia[p2])]) for p2 in range(p, len(ia)) if b_at.get(a.key(ia[p2]), -1) >= q), None
-        )
+        resync = next(((p2, b_at[ka[p2]]) for p2 in range(p, len(ia)) if b_at.get(ka[p2], -1) >= q), None)
         if resync is None:
             break
         p2, q2 = resync
@@ -319,8 +328,10 @@ def next_leader_epoch(replicas: Iterable[Replica]) -> int:
 def broker_cache(rep: Replica) -> list[tuple[int, int]]:
     """The epoch cache the broker would load: recovery rescans from the recovery point unless the
     log dir says the broker shut down cleanly."""
-    rescan = None if rep.clean_shutdown else (rep.recovery_point or 0)
-    return epoch_cache(rep, rescan_from=rescan)
+    if rep.cache_memo is None:
+        rescan = None if rep.clean_shutdown else (rep.recovery_point or 0)
+        rep.cache_memo = epoch_cache(rep, rescan_from=rescan)
+    return list(rep.cache_memo)
 
 
 def leader_cache(leader: Replica, new_epoch: int) -> list[tuple[int, int]]:
@@ -391,12 +402,48 @@ def compare_replicas(
     return result
 
 
+def _load(item: tuple[PartitionDir, str]) -> Replica:
+    return load_replica(*item)
+
+
+def _log_bytes(part: PartitionDir) -> int:
+    total = 0
+    for seg in part.segments:
+        try:
+            total += os.path.getsize(seg.log) if seg.log is not None else 0
+        except OSError:
+            continue
+    return total
+
+
+def load_replicas(
+    dirs: Sequence[PartitionDir], labels: Sequence[str], *, parallel: bool = True
+) -> list[Replica]:
+    """Read the replicas, each in its own process when there is enough log to pay for them (as
+    verify spreads segments): two brokers' copies are read side by side on two cores."""
+    items = list(zip(dirs, labels, strict=True))
+    cores = os.cpu_count() or 1
+    if parallel and cores > 1 and len(items) > 1 and sum(map(_log_bytes, dirs)) >= PARALLEL_THRESHOLD_BYTES:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=min(cores, len(items)), mp_context=ctx) as pool:
+            return list(pool.map(_load, items))
+    return [_load(item) for item in items]
+
+
 def compare_partition(
-    dirs: Sequence[PartitionDir], labels: Sequence[str] | None = None, leader: str | None = None
+    dirs: Sequence[PartitionDir],
+    labels: Sequence[str] | None = None,
+    leader: str | None = None,
+    *,
+    parallel: bool = True,
 ) -> PartitionComparison:
-    """Load and compare the replicas of one partition (`labels` name them; default their paths)."""
+    """Load and compare the replicas of one partition (`labels` name them; default their paths).
+    `parallel`: read big replicas in worker processes (not inside a Spark task)."""
     names = list(labels) if labels is not None else [str(d.path) for d in dirs]
-    replicas = [load_replica(d, label) for d, label in zip(dirs, names, strict=True)]
+    replicas = load_replicas(dirs, names, parallel=parallel)
     return compare_replicas(dirs[0].name if dirs else "", replicas, leader)
 
 

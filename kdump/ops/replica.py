@@ -70,6 +70,8 @@ class Replica:
     recovery_point: int | None = None
     clean_shutdown: bool = False
     unreadable: bool = False
+    # The broker's epoch cache, once computed (`kdump.ops.compare.broker_cache`).
+    cache_memo: list[tuple[int, int]] | None = None
 
     def __len__(self) -> int:
         return len(self.bases)
@@ -91,6 +93,10 @@ class Replica:
         """What makes two batches the same batch: offsets, epoch, and the checksum over the rest."""
         return (self.bases[i], self.lasts[i], self.epochs[i], self.crcs[i])
 
+    def keys(self) -> list[tuple[int, int, int, int]]:
+        """`key` of every batch, built in one pass."""
+        return list(zip(self.bases, self.lasts, self.epochs, self.crcs, strict=True))
+
     def epoch_starts(self) -> list[tuple[int, int]]:
         """(epoch, first offset) each time the batches' leader epoch rises, as recovery assigns them."""
         out: list[tuple[int, int]] = []
@@ -102,20 +108,34 @@ class Replica:
         return out
 
 
-def _add(rep: Replica, h: BatchHeader, file: str) -> None:
-    base = h.base_offset if h.base_offset is not None else h.last_offset
-    rep.bases.append(base)
-    rep.lasts.append(h.last_offset)
-    rep.epochs.append(h.partition_leader_epoch)
-    rep.crcs.append(h.crc)
-    rep.counts.append(h.count if h.count is not None else 1)
-    rep.producer_ids.append(h.producer_id)
-    rep.producer_epochs.append(h.producer_epoch)
-    rep.base_sequences.append(h.base_sequence)
-    rep.first_timestamps.append(h.base_timestamp)
-    rep.max_timestamps.append(h.max_timestamp)
-    rep.flags.append(int(h.is_transactional) | (int(h.is_control) << 1))
-    rep.files.append(file)
+def _add_all(rep: Replica, headers: list[BatchHeader], file: str) -> None:
+    """Append a segment's batches to the columns: one transposition, not twelve appends a batch."""
+    if not headers:
+        return
+    cols = list(zip(*headers, strict=True))
+    f = BatchHeader._fields
+    lasts = cols[f.index("last_offset")]
+    bases = cols[f.index("base_offset")]
+    if None in bases:  # legacy entries: the base offset needs decompression; the last stands in
+        bases = tuple(b if b is not None else last for b, last in zip(bases, lasts, strict=True))
+    counts = cols[f.index("count")]
+    if None in counts:
+        counts = tuple(1 if c is None else c for c in counts)
+    rep.bases += bases
+    rep.lasts += lasts
+    rep.epochs += cols[f.index("partition_leader_epoch")]
+    rep.crcs += cols[f.index("crc")]
+    rep.counts += counts
+    rep.producer_ids += cols[f.index("producer_id")]
+    rep.producer_epochs += cols[f.index("producer_epoch")]
+    rep.base_sequences += cols[f.index("base_sequence")]
+    rep.first_timestamps += cols[f.index("base_timestamp")]
+    rep.max_timestamps += cols[f.index("max_timestamp")]
+    rep.flags += [
+        int(t) | (int(c) << 1)
+        for t, c in zip(cols[f.index("is_transactional")], cols[f.index("is_control")], strict=True)
+    ]
+    rep.files += [file] * len(headers)
 
 
 def load_replica(part: PartitionDir, label: str | None = None) -> Replica:
@@ -134,17 +154,18 @@ def load_replica(part: PartitionDir, label: str | None = None) -> Replica:
         hole_from: int | None = None
         hole_reason = ""
         prev_last: int | None = None
+        headers: list[BatchHeader] = []
         try:
             for ev in seg.scan():
                 if isinstance(ev, BatchHeader):
                     if not ev.crc_ok:
                         continue
-                    base = ev.base_offset if ev.base_offset is not None else ev.last_offset
                     if hole_from is not None:
+                        base = ev.base_offset if ev.base_offset is not None else ev.last_offset
                         if base > hole_from:
                             rep.holes.append(Hole(hole_from, base - 1, file, hole_reason))
                         hole_from = None
-                    _add(rep, ev, file)
+                    headers.append(ev)
                     prev_last = ev.last_offset
                 elif isinstance(ev, Finding):
                     rep.findings.append(ev)
@@ -154,10 +175,13 @@ def load_replica(part: PartitionDir, label: str | None = None) -> Replica:
                 elif isinstance(ev, ScanSummary):
                     rep.size += ev.size
         except KdumpError as exc:
+            _add_all(rep, headers, file)
+            headers = []
             rep.findings.append(make_finding("unreadable-file", file, str(exc)))
             rep.unreadable = True
             hole_from = seg.base_offset if prev_last is None else prev_last + 1
             hole_reason = "unreadable-file"
+        _add_all(rep, headers, file)
         if hole_from is not None:
             end = None if next_base is None else next_base - 1
             if end is None or end >= hole_from:

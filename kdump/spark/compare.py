@@ -132,7 +132,9 @@ def comparison_rows(result: PartitionComparison) -> list[dict[str, Any]]:
 def _compare_group(group: Group) -> list[dict[str, Any]]:
     """Executor side: compare one replica set."""
     _name, paths = group
-    return comparison_rows(compare_partition([PartitionDir.load(Path(p)) for p in paths], paths))
+    dirs = [PartitionDir.load(Path(p)) for p in paths]
+    # One task is one core: no worker processes inside it.
+    return comparison_rows(compare_partition(dirs, paths, parallel=False))
 
 
 def _group_size(group: Group) -> int:
