@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +29,6 @@ from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.ops.epochs import Truncation, check_checkpoint, epoch_cache, truncation_point
 from kdump.ops.replica import Hole, Replica, load_replica
-from kdump.ops.verify import PARALLEL_THRESHOLD_BYTES
 
 LAG, CONFLICT, GAP = "lag", "conflict", "gap"
 
@@ -402,48 +400,17 @@ def compare_replicas(
     return result
 
 
-def _load(item: tuple[PartitionDir, str]) -> Replica:
-    return load_replica(*item)
-
-
-def _log_bytes(part: PartitionDir) -> int:
-    total = 0
-    for seg in part.segments:
-        try:
-            total += os.path.getsize(seg.log) if seg.log is not None else 0
-        except OSError:
-            continue
-    return total
-
-
-def load_replicas(
-    dirs: Sequence[PartitionDir], labels: Sequence[str], *, parallel: bool = True
-) -> list[Replica]:
-    """Read the replicas, each in its own process when there is enough log to pay for them (as
-    verify spreads segments): two brokers' copies are read side by side on two cores."""
-    items = list(zip(dirs, labels, strict=True))
-    cores = os.cpu_count() or 1
-    if parallel and cores > 1 and len(items) > 1 and sum(map(_log_bytes, dirs)) >= PARALLEL_THRESHOLD_BYTES:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=min(cores, len(items)), mp_context=ctx) as pool:
-            return list(pool.map(_load, items))
-    return [_load(item) for item in items]
-
-
 def compare_partition(
-    dirs: Sequence[PartitionDir],
-    labels: Sequence[str] | None = None,
-    leader: str | None = None,
-    *,
-    parallel: bool = True,
+    dirs: Sequence[PartitionDir], labels: Sequence[str] | None = None, leader: str | None = None
 ) -> PartitionComparison:
     """Load and compare the replicas of one partition (`labels` name them; default their paths).
-    `parallel`: read big replicas in worker processes (not inside a Spark task)."""
+
+    Replicas are read one after the other in this process: each read is one pass over its logs,
+    and handing 70,000 batches' columns back from a worker costs about what the second core
+    saves on a busy 2-core machine (measured with tests/bench/bench_compare.py).
+    """
     names = list(labels) if labels is not None else [str(d.path) for d in dirs]
-    replicas = load_replicas(dirs, names, parallel=parallel)
+    replicas = [load_replica(d, label) for d, label in zip(dirs, names, strict=True)]
     return compare_replicas(dirs[0].name if dirs else "", replicas, leader)
 
 

@@ -132,9 +132,7 @@ def comparison_rows(result: PartitionComparison) -> list[dict[str, Any]]:
 def _compare_group(group: Group) -> list[dict[str, Any]]:
     """Executor side: compare one replica set."""
     _name, paths = group
-    dirs = [PartitionDir.load(Path(p)) for p in paths]
-    # One task is one core: no worker processes inside it.
-    return comparison_rows(compare_partition(dirs, paths, parallel=False))
+    return comparison_rows(compare_partition([PartitionDir.load(Path(p)) for p in paths], paths))
 
 
 def _group_size(group: Group) -> int:
