@@ -376,6 +376,17 @@ _KINDS = [
         None,
     ),
     FindingKind(
+        "leader-epoch-checkpoint-contradicted",
+        Severity.WARNING,
+        "partition",
+        "A leader-epoch-checkpoint entry that the partition's own batches contradict: the epoch starts "
+        "inside a batch, or the first batch at its start offset was written under an earlier epoch "
+        "(found by `kdump compare`).",
+        "The broker answers OffsetsForLeaderEpoch from the checkpoint, so followers truncate to the wrong "
+        "offset: they keep records the leader does not have, or drop records it has.",
+        None,
+    ),
+    FindingKind(
         "unreadable-file",
         Severity.ERROR,
         "partition",

@@ -21,6 +21,7 @@ COMMANDS = {
     "trim-tail": ("kdump.cli.trim", "trim_command"),
     "restore": ("kdump.cli.restore", "restore_command"),
     "salvage": ("kdump.cli.salvage", "salvage_command"),
+    "compare": ("kdump.cli.compare", "compare_command"),
 }
 
 
@@ -57,7 +58,8 @@ class LazyGroup(click.Group):
 def cli() -> None:
     """Forensic dump, verify and repair for Apache Kafka's on-disk logs.
 
-    Exit codes: 0 ok, 1 findings at or above --fail-on (verify) or changes pending (dry run),
+    Exit codes: 0 ok, 1 findings at or above --fail-on (verify), changes pending (dry run) or
+    replicas that diverge (compare),
     2 usage error, 3 a path could not be read or written, 4 repair refused (broker lock held),
     70 internal error (a bug: KDUMP_DEBUG=1 shows the traceback).
 

@@ -651,6 +651,62 @@ def test_trim_tail_json_is_documented(kdump: Run, damaged_partition: Path, tmp_p
     assert set(json_objects(applied.stdout)[0]) == fields_of("trim-plan")
 
 
+def compare_variant(obj: dict[str, Any]) -> str:
+    if obj["type"] == "summary":
+        return "summary (compare overall)" if obj.get("scope") == "overall" else "summary (compare)"
+    return str(obj["type"])
+
+
+def test_compare_json_is_documented(kdump: Run, corpus_root: Path, tmp_path: Path) -> None:
+    """Every object compare writes, from a real replica pair that diverges and is damaged."""
+    src = corpus_root / "kafka-3.8.0" / "txn-1"
+    copies = []
+    for broker in ("b1", "b2"):
+        copies.append(tmp_path / broker / src.name)
+        shutil.copytree(src, copies[-1])
+        for p in [copies[-1], *copies[-1].iterdir()]:
+            p.chmod(p.stat().st_mode | 0o200)
+    last = sorted(copies[1].glob("*.log"))[-1]
+    with last.open("r+b") as f:
+        f.truncate(last.stat().st_size - 100)
+    first = sorted(copies[0].glob("*.log"))[0]
+    data = bytearray(first.read_bytes())
+    data[70] ^= 0xFF
+    first.write_bytes(bytes(data))
+    result = kdump("compare", "--format", "json", *map(str, copies))
+    objects = json_objects(result.stdout)
+    seen = assert_documented(objects, variant=compare_variant)
+    assert {
+        "replica",
+        "finding",
+        "uncomparable",
+        "truncation",
+        "summary (compare)",
+        "summary (compare overall)",
+    } <= seen
+    for obj in objects:
+        if obj["type"] in ("replica", "divergence", "truncation", "uncomparable"):
+            assert set(obj) == fields_of(obj["type"]), obj["type"]
+        if obj["type"] == "summary":
+            assert set(obj) == fields_of(compare_variant(obj))
+
+
+def test_compare_divergence_and_fleet_rows_are_documented() -> None:
+    from kdump.ops.compare import Divergence, Side
+    from kdump.render.compare import divergence_row
+    from kdump.spark.compare import COLUMNS
+
+    side = Side("a/t-0", 0, 1, 1, 2, (0,), 1, 2, (), 0, 0)
+    row = divergence_row("t-0", Divergence("lag", 0, 1, (side, side), "because"))
+    assert set(row) == fields_of("divergence")
+    assert set(side.to_row()) <= set(
+        plain_text(subsections(sections(read_page("kdump.1"))["JSON LINES SCHEMA"])["type: divergence"])
+        .replace(",", " ")
+        .split()
+    )
+    assert {name for name, _ in COLUMNS} | {"type", "file"} == fields_of("fleet-divergence")
+
+
 # --- README ------------------------------------------------------------------------------------------
 
 

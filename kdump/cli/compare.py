@@ -1,0 +1,143 @@
+"""`kdump compare`: the replicas of a partition side by side, and what a truncation would remove."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from kdump.cli.exit_codes import ExitCode
+from kdump.cli.output import diag, discover_all, format_option, resolve_format
+from kdump.model.partition import PartitionDir
+from kdump.ops.compare import PartitionComparison, compare_partition, exit_code, group_replicas
+
+
+@click.command("compare")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--leader",
+    type=click.Path(),
+    help="The replica that is (or will be) the leader: a partition directory given, or the log dir "
+    "holding it. The others' truncation is computed against it. Default: each replica in turn.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="Run locally, or on Spark for fleets of log dirs (needs kdump[spark]).",
+)
+@click.option("--master", help="With --engine spark: the Spark master URL (default local[*]).")
+@format_option
+def compare_command(
+    paths: tuple[str, ...], leader: str | None, engine: str, master: str | None, fmt: str | None
+) -> None:
+    """Compare the replicas of partitions: where they agree, where they diverge, what truncation removes.
+
+    PATH is a partition directory (the same topic-partition copied from several brokers) or a log
+    dir (partitions are matched by directory name across log dirs). Replicas are walked together
+    batch by batch; each divergent range is a lag, a conflict or a gap. The truncation point of
+    each follower is computed as the broker's OffsetsForLeaderEpoch exchange computes it.
+    Nothing is ever written.
+
+    \b
+    Exit codes: 0 all replicas agree, 1 they diverge (or a checkpoint or error finding says they
+    cannot be trusted), 2 usage error, 3 a replica, or part of one, could not be read.
+
+    \b
+    Examples:
+      kdump compare broker1/orders-0 broker2/orders-0 broker3/orders-0
+      kdump compare --leader broker1/orders-0 --format json broker*/orders-0
+      kdump compare /mnt/broker1/kafka-logs /mnt/broker2/kafka-logs
+      kdump compare --engine spark /mnt/broker*/kafka-logs
+    """
+    fmt = resolve_format(fmt)
+    if len(paths) < 2:
+        raise click.UsageError("give at least two partition directories or log dirs to compare")
+    if engine == "spark":
+        if leader is not None:
+            raise click.UsageError("--leader goes with --engine local (a fleet has no one leader)")
+        from kdump.spark.compare import run_fleet_compare
+
+        fleet = run_fleet_compare(list(paths), master=master)
+        for note in fleet.notes:
+            diag(note)
+        for row in fleet.rows:
+            if fmt == "json":
+                sys.stdout.write(
+                    json.dumps({"type": "fleet-divergence", "file": row["replica_a"], **row}) + "\n"
+                )
+            else:
+                sys.stdout.write(_fleet_line(row) + "\n")
+        unreadable = fleet.unreadable or any(r["kind"] == "uncomparable" for r in fleet.rows)
+        fleet_code = ExitCode.UNREADABLE if unreadable else (ExitCode.FINDINGS if fleet.rows else ExitCode.OK)
+        if fmt != "json":
+            sys.stdout.write(
+                f"Total: {len(fleet.rows)} divergent or unreadable ranges; exit {int(fleet_code)}\n"
+            )
+        sys.exit(fleet_code)
+    if master is not None:
+        raise click.UsageError("--master goes with --engine spark")
+    targets, failed = discover_all(paths)
+    groups, notes = group_replicas(targets)
+    for note in notes:
+        diag(note)
+    results: list[PartitionComparison] = []
+    for _name, dirs in groups:
+        labels = [str(d.path) for d in dirs]
+        lead = _leader_label(leader, dirs) if leader is not None else None
+        if leader is not None and lead is None:
+            diag(f"--leader {leader}: not one of the replicas of {dirs[0].name}; computing each way")
+        result = compare_partition(dirs, labels, lead)
+        results.append(result)
+        _print(result, fmt)
+    code = exit_code(results, failed or not groups)
+    _print_total(results, fmt, code)
+    sys.exit(code)
+
+
+def _fleet_line(row: dict[str, object]) -> str:
+    last = "end" if row["last_offset"] is None else row["last_offset"]
+    if row["kind"] == "uncomparable":
+        return f"{row['partition_dir']} uncomparable {row['first_offset']}..{last}: {row['replica_a']} ({row['reason']})"
+    return (
+        f"{row['partition_dir']} {row['kind']} {row['first_offset']}..{last}: "
+        f"{row['replica_a']} {row['records_a']} records epochs {row['leader_epochs_a']}, "
+        f"{row['replica_b']} {row['records_b']} records epochs {row['leader_epochs_b']}"
+    )
+
+
+def _leader_label(leader: str, dirs: list[PartitionDir]) -> str | None:
+    want = Path(leader).resolve()
+    for d in dirs:
+        here = Path(d.path).resolve()
+        if here == want or here.parent == want:
+            return str(d.path)
+    return None
+
+
+def _print(result: PartitionComparison, fmt: str) -> None:
+    from kdump.render import compare as render
+
+    if fmt == "json":
+        for row in render.partition_rows(result):
+            sys.stdout.write(json.dumps(row, separators=(",", ":")) + "\n")
+    elif fmt == "rich":
+        from kdump.render.rich_tty import make_console
+
+        render.write_rich(make_console(sys.stdout), result)
+    else:
+        sys.stdout.write("\n".join(render.partition_lines(result)) + "\n")
+    sys.stdout.flush()
+
+
+def _print_total(results: list[PartitionComparison], fmt: str, code: int) -> None:
+    from kdump.render import compare as render
+
+    if fmt == "json":
+        sys.stdout.write(json.dumps(render.overall_row(results, code), separators=(",", ":")) + "\n")
+    else:
+        sys.stdout.write(render.total_line(results, code) + "\n")
+    sys.stdout.flush()
