@@ -79,35 +79,6 @@ def decode_v2(data: Buffer, h: BatchHeader) -> tuple[list[Record], bool] | None:
     return records, clean  # Record instances, built in C
 
 
-def render_v2(
-    data: Buffer, h: BatchHeader, fmt: str, encoding: str, prefix: bytes, middle: bytes, middle2: bytes
-) -> bytes | None:
-    """The record lines of a clean v2 batch, each ending in a newline; None to run the reference.
-
-    `prefix`, `middle` and `middle2` are the per-batch parts of a line around the offset and the
-    timestamp (see `render.fast_lines`).
-    """
-    if compiled is None or h.base_offset is None or h.count is None or not eligible(h):
-        return None
-    result: bytes | None = compiled.render_v2(
-        data,
-        h.base_offset,
-        h.last_offset,
-        h.base_timestamp,
-        h.max_timestamp,
-        h.timestamp_type == TimestampType.LOG_APPEND_TIME,
-        h.base_sequence,
-        h.count,
-        _check_max_ts(h),
-        FORMATS[fmt],
-        ENCODINGS[encoding],
-        prefix,
-        middle,
-        middle2,
-    )
-    return result
-
-
 class BinaryColumn(NamedTuple):
     """An Arrow binary column's buffers: validity bitmap (LSB first), int32 offsets, data."""
 

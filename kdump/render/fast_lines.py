@@ -11,7 +11,7 @@ from kdump.errors import KdumpError
 from kdump.formats import fast_records
 from kdump.formats.batch import BatchHeader
 from kdump.formats.codecs import decompress
-from kdump.formats.constants import V2_HEADER_SIZE
+from kdump.formats.constants import V2_HEADER_SIZE, TimestampType
 from kdump.render import jsonl, rows, text
 
 Buffer = bytes | bytearray | memoryview
@@ -20,19 +20,6 @@ Buffer = bytes | bytearray | memoryview
 def enabled() -> bool:
     """Whether the compiled path is built, imported and not switched off (`KDUMP_PURE_PYTHON=1`)."""
     return fast_records.compiled is not None
-
-
-def _line_parts(h: BatchHeader, file_json: str, fmt: str) -> tuple[bytes, bytes, bytes]:
-    """What a record line holds around its offset and timestamp (the same for the whole batch)."""
-    if fmt == "json":
-        tt = "LogAppendTime" if h.timestamp_type == 1 else "CreateTime"
-        return (
-            f'{{"type":"record","file":{file_json},"offset":'.encode(),
-            f',"position":{h.position},"timestamp":'.encode(),
-            f',"timestamp_type":"{tt}","key":'.encode(),
-        )
-    label = rows.timestamp_type_label(h.timestamp_type)
-    return b"| offset: ", f" {label}: ".encode(), b" keySize: "
 
 
 def payload_of(buf: Buffer, h: BatchHeader) -> Buffer | None:
@@ -47,28 +34,65 @@ def payload_of(buf: Buffer, h: BatchHeader) -> Buffer | None:
         return None
 
 
+class LineRenderer:
+    """Renders the batches of one file in one format and encoding (what is the same for every
+    record line of the file is built once)."""
+
+    def __init__(self, file_json: str, fmt: str, encoding: str) -> None:
+        """`file_json` is the file's name as a JSON string (what `render.jsonl` puts in "file")."""
+        self.file_json = file_json
+        self.json = fmt == "json"
+        self.fmt = fast_records.FORMATS[fmt]
+        self.encoding = fast_records.ENCODINGS[encoding]
+        if self.json:
+            self.prefix = f'{{"type":"record","file":{file_json},"offset":'.encode()
+            self.after_ts = {
+                t: f',"timestamp_type":"{"LogAppendTime" if t == 1 else "CreateTime"}","key":'.encode()
+                for t in (0, 1)
+            }
+        else:
+            self.prefix = b"| offset: "
+            self.labels = {t: f" {rows.timestamp_type_label(t)}: ".encode() for t in (0, 1)}
+
+    def render(self, buf: Buffer, h: BatchHeader) -> bytes | None:
+        """The batch's line then its records' lines, newline-terminated, as the reference renders
+        them; None when the batch needs the reference path (damaged, control, legacy, or the
+        compiled path is off)."""
+        compiled = fast_records.compiled
+        if compiled is None or not 0 <= h.timestamp_type <= 1:
+            return None
+        data = payload_of(buf, h)
+        if data is None:
+            return None
+        if self.json:
+            middle = f',"position":{h.position},"timestamp":'.encode()
+            middle2 = self.after_ts[h.timestamp_type]
+        else:
+            middle = self.labels[h.timestamp_type]
+            middle2 = b" keySize: "
+        log_append = h.timestamp_type == TimestampType.LOG_APPEND_TIME
+        lines: bytes | None = compiled.render_v2(
+            data,
+            h.base_offset,
+            h.last_offset,
+            h.base_timestamp,
+            h.max_timestamp,
+            log_append,
+            h.base_sequence,
+            h.count,
+            not log_append,  # the max timestamp check of CreateTime data batches
+            self.fmt,
+            self.encoding,
+            self.prefix,
+            middle,
+            middle2,
+        )
+        if lines is None:
+            return None
+        head = jsonl.batch_line(h, self.file_json) if self.json else text.batch_line(h)
+        return b"".join((head.encode(), b"\n", lines))
+
+
 def render_batch(buf: Buffer, h: BatchHeader, file_json: str, fmt: str, encoding: str) -> bytes | None:
-    """The batch's line then its records' lines, newline-terminated, as the reference renders them.
-
-    Args:
-        buf: the log's bytes.
-        h: a batch header from the scan of `buf`.
-        file_json: the file's name as a JSON string (what `render.jsonl` puts in "file").
-        fmt: "json" or "text".
-        encoding: "utf8", "hex" or "base64".
-
-    Returns:
-        None when the batch needs the reference path (damaged, control, legacy, or the compiled path
-        is off).
-    """
-    if not enabled():
-        return None
-    data = payload_of(buf, h)
-    if data is None:
-        return None
-    prefix, middle, middle2 = _line_parts(h, file_json, fmt)
-    lines = fast_records.render_v2(data, h, fmt, encoding, prefix, middle, middle2)
-    if lines is None:
-        return None
-    head = jsonl.batch_line(h, file_json) if fmt == "json" else text.batch_line(h)
-    return head.encode("utf-8") + b"\n" + lines
+    """One batch through a `LineRenderer` (see there)."""
+    return LineRenderer(file_json, fmt, encoding).render(buf, h)

@@ -64,7 +64,7 @@ def _work(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
 def _work_fast(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
     """A chunk with every clean batch rendered by the compiled path, the others as the reference does."""
     path, label, events, _options, fmt, encoding, _decoder = args
-    file_json = json.dumps(label)
+    renderer = fast_lines.LineRenderer(json.dumps(label), fmt, encoding)
     parts: list[bytes] = []
     pending: list[DumpEvent] = []
     records = 0
@@ -80,7 +80,7 @@ def _work_fast(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
             if not isinstance(ev, BatchHeader):
                 pending.append(ev)  # a finding of the batch-level scan, counted there
                 continue
-            lines = fast_lines.render_batch(buf, ev, file_json, fmt, encoding)
+            lines = renderer.render(buf, ev)
             if lines is not None:
                 flush()
                 parts.append(lines)
