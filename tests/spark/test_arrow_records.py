@@ -10,6 +10,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 from builders import SegmentBuilder, records  # noqa: E402
+
 from kdump.formats import fast_records  # noqa: E402
 from kdump.formats.batch import BatchHeader  # noqa: E402
 from kdump.formats.constants import Codec  # noqa: E402
