@@ -146,3 +146,24 @@ def test_worker_processes_give_the_same_bytes(
         ref, fast = _both(kdump, "dump", "--records", "--jobs", "2", "--format", "json", str(target))
         single = kdump("dump", "--records", "--jobs", "1", "--format", "json", str(target))
         assert fast.stdout_bytes == ref.stdout_bytes == single.stdout_bytes
+
+
+@needs_compiled
+def test_workers_write_their_chunks_in_turn(
+    kdump: Kdump, assorted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a real output file, workers write chunks themselves, each in its turn."""
+    from kdump.model.log_dir import discover
+    from kdump.ops.dump import DumpOptions, batch_events_for_expansion, dump_items
+    from kdump.render import parallel
+
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 500)  # many chunks, so the turns matter
+    options = DumpOptions(records=True)
+    for target, fmt in ((assorted, "json"), (_damaged(tmp_path), "text")):
+        items = list(dump_items([discover(str(target))], options))
+        logs = [(i.path, i.label, batch_events_for_expansion(i, options), i.decoder) for i in items]
+        out_path = tmp_path / f"out.{fmt}"
+        with open(out_path, "w", encoding="utf-8") as out:
+            parallel.write_parallel(iter(logs), out, options=options, fmt=fmt, encoding="utf8", jobs=2)
+        ref, _ = _both(kdump, "dump", "--records", "--jobs", "1", "--format", fmt, str(target))
+        assert out_path.read_bytes() == ref.stdout_bytes

@@ -12,6 +12,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -44,6 +46,16 @@ def test_ci_builds_the_compiled_path() -> None:
     if os.environ.get("KDUMP_REQUIRE_COMPILED") != "1":
         pytest.skip("KDUMP_REQUIRE_COMPILED is not set (a local install may lack a compiler)")
     assert COMPILED is not None, "kdump.formats._fastrecords was not built or does not import"
+
+
+def test_environment_selects_the_reference_path() -> None:
+    code = "from kdump.formats import fast_records; print(fast_records.compiled is None)"
+    for value, pure in (("1", "True"), ("0", str(COMPILED is None))):
+        env = {**os.environ, "KDUMP_PURE_PYTHON": value}
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        assert done.stdout.strip() == pure
 
 
 @pytest.fixture
