@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from builders import SegmentBuilder, records
 from click.testing import Result
-from corpus import iter_partition_dirs
+from corpus import iter_log_segments, iter_partition_dirs
 from corruptions import flip_body_byte, truncate_tail
 
 from kdump.cli import dump as dump_cli
@@ -48,6 +48,14 @@ def _same(kdump: Kdump, *args: str) -> None:
     assert fast.stderr_bytes == ref.stderr_bytes, args
 
 
+def _corpus_segments(root: Path) -> list[list[str]]:
+    """Every corpus segment (`.log`, and the `.log.deleted` leftovers), grouped by partition."""
+    by_partition: dict[Path, list[str]] = {}
+    for seg in iter_log_segments(root):
+        by_partition.setdefault(seg.log_path.parent, []).append(str(seg.log_path))
+    return list(by_partition.values())
+
+
 def _corpus_partitions(root: Path) -> Iterator[Path]:
     for _corpus, part, _oracle in iter_partition_dirs(root):
         if any(part.glob("*.log")):
@@ -57,10 +65,10 @@ def _corpus_partitions(root: Path) -> Iterator[Path]:
 @needs_compiled
 @pytest.mark.parametrize("fmt", ["json", "text"])
 def test_corpus_dumps_are_identical(kdump: Kdump, corpus_root: Path, fmt: str) -> None:
-    parts = list(_corpus_partitions(corpus_root))
-    assert parts
-    for part in parts:
-        _same(kdump, "dump", "--records", "--jobs", "1", "--format", fmt, str(part))
+    groups = _corpus_segments(corpus_root)
+    assert groups
+    for segments in groups:
+        _same(kdump, "dump", "--records", "--jobs", "1", "--format", fmt, *segments)
 
 
 @needs_compiled
@@ -68,9 +76,9 @@ def test_corpus_dumps_are_identical(kdump: Kdump, corpus_root: Path, fmt: str) -
 def test_corpus_dumps_in_other_encodings_are_identical(
     kdump: Kdump, corpus_root: Path, encoding: str
 ) -> None:
-    for part in _corpus_partitions(corpus_root):
+    for segments in _corpus_segments(corpus_root):
         _same(
-            kdump, "dump", "--records", "--jobs", "1", "--format", "json", "--encoding", encoding, str(part)
+            kdump, "dump", "--records", "--jobs", "1", "--format", "json", "--encoding", encoding, *segments
         )
 
 
