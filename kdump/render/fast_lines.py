@@ -58,12 +58,18 @@ class LineRenderer:
         """The batch's line then its records' lines, newline-terminated, as the reference renders
         them; None when the batch needs the reference path (damaged, control, legacy, or the
         compiled path is off)."""
+        parts: list[bytes] = []
+        return b"".join(parts) if self.render_into(buf, h, parts) else None
+
+    def render_into(self, buf: Buffer, h: BatchHeader, parts: list[bytes]) -> bool:
+        """`render`, appending the lines to `parts` (no copy of the records' lines); False, with
+        `parts` untouched, when the batch needs the reference path."""
         compiled = fast_records.compiled
         if compiled is None or not 0 <= h.timestamp_type <= 1:
-            return None
+            return False
         data = payload_of(buf, h)
         if data is None:
-            return None
+            return False
         if self.json:
             middle = f',"position":{h.position},"timestamp":'.encode()
             middle2 = self.after_ts[h.timestamp_type]
@@ -88,9 +94,11 @@ class LineRenderer:
             middle2,
         )
         if lines is None:
-            return None
+            return False
         head = jsonl.batch_line(h, self.file_json) if self.json else text.batch_line(h)
-        return b"".join((head.encode(), b"\n", lines))
+        parts.append(head.encode() + b"\n")
+        parts.append(lines)
+        return True
 
 
 def render_batch(buf: Buffer, h: BatchHeader, file_json: str, fmt: str, encoding: str) -> bytes | None:

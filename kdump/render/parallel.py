@@ -80,10 +80,12 @@ def _work_fast(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
             if not isinstance(ev, BatchHeader):
                 pending.append(ev)  # a finding of the batch-level scan, counted there
                 continue
-            lines = renderer.render(buf, ev)
-            if lines is not None:
-                flush()
-                parts.append(lines)
+            # Findings of the batch-level scan before this batch are rendered first (the reference way).
+            target = parts if not pending else []
+            if renderer.render_into(buf, ev, target):
+                if target is not parts:
+                    flush()
+                    parts.extend(target)
                 records += ev.count or 0
                 continue
             decoded, findings = decode_batch_records(buf, ev, label)
