@@ -17,8 +17,8 @@
  *             count, check_max_ts) -> (list[Record], clean) | None
  *   render_v2(data, base_offset, last_offset, base_ts, max_ts, log_append, base_seq, count,
  *             check_max_ts, fmt, encoding, prefix, middle, middle2) -> bytes | None
- *   columns_v2(data, base_offset, last_offset, base_ts, max_ts, log_append, count, check_max_ts)
- *             -> tuple of Arrow-layout buffers | None
+ *   columns_v2_many([(data, base_offset, last_offset, base_ts, max_ts, log_append, count,
+ *                     check_max_ts), ...]) -> Arrow-layout buffers of the batches taken
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -756,74 +756,134 @@ static PyObject *bincol_tuple(const BinCol *c) {
                          (long long)c->nulls);
 }
 
-/* Returns (n, offsets int64, timestamps int64, key column, value column, header list offsets int32,
- * header key column, header value column), each column (validity, int32 offsets, data, null count),
- * all little-endian native buffers in Arrow's layout; None to decline. A record without headers has
- * an empty header list (offsets repeat): the caller decides how Spark shows it. */
-static PyObject *fast_columns_v2(PyObject *self, PyObject *args) {
+/* Where a column stood before a batch, to take the batch back out when it declines. */
+typedef struct {
+    Py_ssize_t valid_len, offsets_len, data_len;
+    int64_t nulls;
+} BinMark;
+
+static BinMark bincol_mark(const BinCol *c) {
+    BinMark m = {c->valid.len, c->offsets.len, c->data.len, c->nulls};
+    return m;
+}
+
+static void bincol_rewind(BinCol *c, BinMark m, int64_t rows) {
+    c->valid.len = m.valid_len;
+    c->offsets.len = m.offsets_len;
+    c->data.len = m.data_len;
+    c->nulls = m.nulls;
+    if (rows & 7) c->valid.data[rows >> 3] &= (char)((1 << (rows & 7)) - 1); /* rows past `rows` */
+}
+
+/* columns_v2_many(items): the records of a run of batches, each item (data, base_offset,
+ * last_offset, base_ts, max_ts, log_append, count, check_max_ts), as one set of Arrow-layout
+ * buffers: (batches_done, rows, offsets int64, timestamps int64, key column, value column, header
+ * list offsets int32, header key column, header value column, batch index int32 per row), each
+ * column (validity, int32 offsets, data, null count), native byte order. Items are taken in order
+ * until one declines: batches_done says how many went in (the caller reads the next one the
+ * reference way and goes on after it). A record without headers has an empty header run. */
+static PyObject *fast_columns_v2_many(PyObject *self, PyObject *items) {
     (void)self;
-    if (check_arity(args, 8, "columns_v2") < 0) return NULL;
-    Batch bt;
-    if (parse_batch_args(args, 1, &bt, 0) < 0) return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 0), &view, PyBUF_SIMPLE) < 0) return NULL;
-    const uint8_t *d = view.buf;
-    Py_ssize_t end = view.len, pos = 0;
-    Buf offs = {NULL, 0, 0}, tss = {NULL, 0, 0}, hoffs = {NULL, 0, 0};
+    if (!PyList_Check(items)) {
+        PyErr_SetString(PyExc_TypeError, "columns_v2_many takes a list of batch tuples");
+        return NULL;
+    }
+    Buf offs = {NULL, 0, 0}, tss = {NULL, 0, 0}, hoffs = {NULL, 0, 0}, bidx = {NULL, 0, 0};
     BinCol keys, values, hkeys, hvalues;
     PyObject *result = NULL;
     int oom = bincol_init(&keys) | bincol_init(&values) | bincol_init(&hkeys) | bincol_init(&hvalues);
     int32_t hcount = 0;
-    int64_t prev = INT64_MIN, max_seen = INT64_MIN, n = 0, hi = 0;
+    int64_t rows = 0, hi = 0;
+    Py_ssize_t done = 0, nitems = PyList_GET_SIZE(items);
     if (oom || buf_reserve(&hoffs, 4) < 0) goto nomem;
     put(&hoffs, (const char *)&hcount, 4);
-    if (bt.count < 0 || bt.count > end) goto done;
-    for (; n < bt.count; n++) {
-        Rec r;
-        Derived dv;
-        if (pos >= end || parse_record(d, &pos, end, &r) < 0) break;
-        if (derive(&bt, &r, &prev, &max_seen, &dv) < 0) break;
-        if (buf_reserve(&offs, 8) < 0 || buf_reserve(&tss, 8) < 0) goto nomem;
-        put(&offs, (const char *)&dv.offset, 8);
-        put(&tss, (const char *)&dv.timestamp, 8);
-        if (bincol_add(&keys, n, r.key, r.key_len) < 0 || bincol_add(&values, n, r.value, r.value_len) < 0)
-            goto nomem;
-        Py_ssize_t p = r.headers_at;
-        for (int64_t h = 0; h < r.header_count; h++, hi++) {
-            const uint8_t *k, *v;
-            int64_t kn, vn;
-            next_header(d, &p, &k, &kn, &v, &vn);
-            if (bincol_add(&hkeys, hi, k, kn) < 0 || bincol_add(&hvalues, hi, v, vn) < 0) goto nomem;
+    for (; done < nitems; done++) {
+        PyObject *item = PyList_GET_ITEM(items, done);
+        if (check_arity(item, 8, "a columns_v2_many item") < 0) goto fail;
+        Batch bt;
+        if (parse_batch_args(item, 1, &bt, 0) < 0) goto fail;
+        Py_buffer view;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 0), &view, PyBUF_SIMPLE) < 0) goto fail;
+        const uint8_t *d = view.buf;
+        Py_ssize_t end = view.len, pos = 0;
+        /* Where everything stood, to take this batch back out if it declines. */
+        Py_ssize_t offs_len = offs.len, tss_len = tss.len, hoffs_len = hoffs.len, bidx_len = bidx.len;
+        BinMark mk = bincol_mark(&keys), mv = bincol_mark(&values), mhk = bincol_mark(&hkeys),
+                mhv = bincol_mark(&hvalues);
+        int64_t rows0 = rows, hi0 = hi, prev = INT64_MIN, max_seen = INT64_MIN, n = 0;
+        int32_t index = (int32_t)done;
+        int nomem_here = 0;
+        if (bt.count >= 0 && bt.count <= end) {
+            for (; n < bt.count; n++) {
+                Rec r;
+                Derived dv;
+                if (pos >= end || parse_record(d, &pos, end, &r) < 0) break;
+                if (derive(&bt, &r, &prev, &max_seen, &dv) < 0) break;
+                if (buf_reserve(&offs, 8) < 0 || buf_reserve(&tss, 8) < 0 || buf_reserve(&bidx, 4) < 0 ||
+                    bincol_add(&keys, rows, r.key, r.key_len) < 0 ||
+                    bincol_add(&values, rows, r.value, r.value_len) < 0) {
+                    nomem_here = 1;
+                    break;
+                }
+                put(&offs, (const char *)&dv.offset, 8);
+                put(&tss, (const char *)&dv.timestamp, 8);
+                put(&bidx, (const char *)&index, 4);
+                rows++;
+                Py_ssize_t p = r.headers_at;
+                for (int64_t h = 0; h < r.header_count && !nomem_here; h++, hi++) {
+                    const uint8_t *k, *v;
+                    int64_t kn, vn;
+                    next_header(d, &p, &k, &kn, &v, &vn);
+                    if (bincol_add(&hkeys, hi, k, kn) < 0 || bincol_add(&hvalues, hi, v, vn) < 0) nomem_here = 1;
+                }
+                if (nomem_here || hi > INT32_MAX || rows > INT32_MAX || buf_reserve(&hoffs, 4) < 0) {
+                    nomem_here = 1;
+                    break;
+                }
+                hcount = (int32_t)hi;
+                put(&hoffs, (const char *)&hcount, 4);
+            }
         }
-        if (hi > INT32_MAX) goto done;
-        hcount = (int32_t)hi;
-        if (buf_reserve(&hoffs, 4) < 0) goto nomem;
-        put(&hoffs, (const char *)&hcount, 4);
+        int clean = !nomem_here && bt.count >= 0 && batch_clean(&bt, pos, end, n, max_seen);
+        PyBuffer_Release(&view);
+        if (!clean) {
+            offs.len = offs_len;
+            tss.len = tss_len;
+            hoffs.len = hoffs_len;
+            bidx.len = bidx_len;
+            bincol_rewind(&keys, mk, rows0);
+            bincol_rewind(&values, mv, rows0);
+            bincol_rewind(&hkeys, mhk, hi0);
+            bincol_rewind(&hvalues, mhv, hi0);
+            rows = rows0;
+            hi = hi0;
+            hcount = (int32_t)hi0;
+            break;
+        }
     }
-    if (!batch_clean(&bt, pos, end, n, max_seen)) goto done;
-    result = Py_BuildValue("(LNNNNNNN)", (long long)n, buf_bytes(&offs), buf_bytes(&tss), bincol_tuple(&keys),
-                           bincol_tuple(&values), buf_bytes(&hoffs), bincol_tuple(&hkeys),
-                           bincol_tuple(&hvalues));
-    goto done;
+    result = Py_BuildValue("(nLNNNNNNNN)", done, (long long)rows, buf_bytes(&offs), buf_bytes(&tss),
+                           bincol_tuple(&keys), bincol_tuple(&values), buf_bytes(&hoffs), bincol_tuple(&hkeys),
+                           bincol_tuple(&hvalues), buf_bytes(&bidx));
+    goto cleanup;
 nomem:
     PyErr_NoMemory();
-done:
-    PyBuffer_Release(&view);
+fail:
+cleanup:
     PyMem_RawFree(offs.data);
     PyMem_RawFree(tss.data);
     PyMem_RawFree(hoffs.data);
+    PyMem_RawFree(bidx.data);
     bincol_free(&keys);
     bincol_free(&values);
     bincol_free(&hkeys);
     bincol_free(&hvalues);
-    if (result == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"decode_v2", fast_decode_v2, METH_VARARGS, "Decode a clean v2 batch's records, or None."},
     {"render_v2", fast_render_v2, METH_VARARGS, "Render a clean v2 batch's records as lines, or None."},
-    {"columns_v2", fast_columns_v2, METH_VARARGS, "A clean v2 batch's records as Arrow buffers, or None."},
+    {"columns_v2_many", fast_columns_v2_many, METH_O, "Clean v2 batches' records as Arrow buffers."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -89,10 +89,12 @@ class BinaryColumn(NamedTuple):
 
 
 class RecordColumns(NamedTuple):
-    """The records of one batch as Arrow-layout buffers (native byte order), no object per record.
+    """The records of a run of batches as Arrow-layout buffers (native byte order), no object per
+    record.
 
     `header_offsets` (int32, `rows` + 1 of them) cut `header_keys` / `header_values` into each
-    record's headers; a record without headers has an empty run.
+    record's headers; a record without headers has an empty run. `batch_index` (int32, one per
+    row) is the position in the run of the batch that holds the row.
     """
 
     rows: int
@@ -103,26 +105,40 @@ class RecordColumns(NamedTuple):
     header_offsets: bytes
     header_keys: BinaryColumn
     header_values: BinaryColumn
+    batch_index: bytes
 
 
-def columns_v2(data: Buffer, h: BatchHeader) -> RecordColumns | None:
-    """The records of a clean v2 batch as columns (for Arrow), or None to run the reference."""
-    if compiled is None or h.base_offset is None or h.count is None or not eligible(h):
+def columns_v2_many(batches: list[tuple[Buffer, BatchHeader]]) -> tuple[int, RecordColumns] | None:
+    """The records of clean v2 batches (decompressed payload, header) as one set of columns.
+
+    Batches are taken in order until one is not clean.
+
+    Returns:
+        None when the compiled path is off; else how many batches were taken (the next one, if
+        any, needs the reference path) and their records' columns.
+    """
+    if compiled is None:
         return None
-    out = compiled.columns_v2(
-        data,
-        h.base_offset,
-        h.last_offset,
-        h.base_timestamp,
-        h.max_timestamp,
-        h.timestamp_type == TimestampType.LOG_APPEND_TIME,
-        h.count,
-        _check_max_ts(h),
+    items = []
+    for data, h in batches:
+        if h.base_offset is None or h.count is None or not eligible(h):
+            break
+        items.append(
+            (
+                data,
+                h.base_offset,
+                h.last_offset,
+                h.base_timestamp,
+                h.max_timestamp,
+                h.timestamp_type == TimestampType.LOG_APPEND_TIME,
+                h.count,
+                _check_max_ts(h),
+            )
+        )
+    done, n, offsets, timestamps, keys, values, hoffsets, hkeys, hvalues, index = compiled.columns_v2_many(
+        items
     )
-    if out is None:
-        return None
-    n, offsets, timestamps, keys, values, hoffsets, hkeys, hvalues = out
-    return RecordColumns(
+    return done, RecordColumns(
         n,
         offsets,
         timestamps,
@@ -131,4 +147,13 @@ def columns_v2(data: Buffer, h: BatchHeader) -> RecordColumns | None:
         hoffsets,
         BinaryColumn(*hkeys),
         BinaryColumn(*hvalues),
+        index,
     )
+
+
+def columns_v2(data: Buffer, h: BatchHeader) -> RecordColumns | None:
+    """The records of one clean v2 batch as columns (for Arrow), or None to run the reference."""
+    out = columns_v2_many([(data, h)])
+    if out is None or out[0] != 1:
+        return None
+    return out[1]

@@ -323,3 +323,41 @@ def test_columns_hold_the_reference_records(batch: bytes) -> None:
         tuple(zip(keys[cuts[i] : cuts[i + 1]], values[cuts[i] : cuts[i + 1]], strict=True))
         for i in range(cols.rows)
     ] == [r.headers for r in records]
+
+
+@needs_compiled
+@SETTINGS
+@given(st.lists(st.one_of(v2_batches(), damaged_batches()), min_size=1, max_size=5))
+def test_columns_of_a_run_stop_at_the_first_declined_batch(batches: list[bytes]) -> None:
+    """A run's columns hold exactly the batches before the first one that declines, whatever
+    that batch had already added (its rows are taken back out)."""
+    run = []
+    for batch in batches:
+        h = _header(batch)
+        data = fast_lines.payload_of(batch, h)
+        if data is None:
+            break
+        run.append((data, h))
+    out = fast_records.columns_v2_many(run)
+    assert out is not None
+    done, cols = out
+    alone = [fast_records.columns_v2(data, h) for data, h in run]
+    expected_done = next((i for i, c in enumerate(alone) if c is None), len(run))
+    assert done == expected_done
+    records = [r for data, h in run[:done] for r in decode_batch_records(data_batch(h, batches), h, FILE)[0]]
+    assert cols.rows == len(records)
+    assert list(memoryview(cols.offsets).cast("q")) == [r.offset for r in records]
+    assert _column_values(cols.keys, cols.rows) == [r.key for r in records]
+    assert _column_values(cols.values, cols.rows) == [r.value for r in records]
+    assert list(memoryview(cols.batch_index).cast("i")) == [
+        i for i, (_, h) in enumerate(run[:done]) for _ in range(h.count or 0)
+    ]
+    cuts = list(memoryview(cols.header_offsets).cast("i"))
+    assert len(cuts) == cols.rows + 1
+    values = _column_values(cols.header_values, cuts[-1])
+    assert values == [v for r in records for _, v in r.headers]
+
+
+def data_batch(h: BatchHeader, batches: list[bytes]) -> bytes:
+    """The batch (of `batches`) that `h` was read from."""
+    return next(b for b in batches if _header(b) == h)
