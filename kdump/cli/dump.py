@@ -119,7 +119,7 @@ def dump_command(
     events = dump_targets(targets, options)
     workers = jobs or os.cpu_count() or 1
     try:
-        if options.records and fmt != "rich" and workers > 1:
+        if options.records and fmt != "rich" and (workers > 1 or _compiled_records()):
             _dump_parallel(targets, options, fmt, encoding, workers)
         elif fmt == "json":
             from kdump.render.jsonl import write_jsonl
@@ -144,6 +144,13 @@ def dump_command(
 PARALLEL_MIN_BYTES = 8 << 20
 
 
+def _compiled_records() -> bool:
+    """Whether the compiled record path is on (then even one job renders through the chunked path)."""
+    from kdump.render.fast_lines import enabled
+
+    return enabled()
+
+
 def _dump_parallel(
     targets: list[Target], options: DumpOptions, fmt: str, encoding: str, workers: int
 ) -> None:
@@ -155,11 +162,13 @@ def _dump_parallel(
 
     for item in dump_items(targets, options):
         size = item.path.stat().st_size if item.is_log else 0
-        if item.is_log and size >= PARALLEL_MIN_BYTES:
+        if item.is_log and (size >= PARALLEL_MIN_BYTES or _compiled_records()):
             logs: Iterator[tuple[Path, str, Iterator[DumpEvent], str | None]] = iter(
                 [(item.path, item.label, batch_events_for_expansion(item, options), item.decoder)]
             )
-            write_parallel(logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=workers)
+            # A small log is rendered in this process (jobs=1): workers would cost more than they save.
+            jobs = workers if size >= PARALLEL_MIN_BYTES else 1
+            write_parallel(logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=jobs)
         elif fmt == "json":
             write_jsonl(dump_item(item, options), sys.stdout, encoding=encoding)
         else:

@@ -5,17 +5,22 @@ The main process runs the cheap batch-level scan and cuts its events into chunks
 the main process writes the chunks in order. At most two chunks per worker are in flight, so
 memory stays bounded whatever the segment size. The summary's record and finding counts are
 corrected with what the workers decoded, so the output is the same as the sequential path's.
+
+With one job the chunks are rendered in the main process, the same way. A clean batch's records go
+through the compiled record path (`render.fast_lines`) when it is on; any other batch, and every
+batch when a filter or an internal-topic decoder is in play, the reference way.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import multiprocessing
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,7 +30,10 @@ from kdump.formats.records import Record
 from kdump.ops.dump import DumpEvent, DumpOptions, expand_batches
 from kdump.ops.files import FileStart
 from kdump.ops.internal import InternalRecord
+from kdump.render import fast_lines
 from kdump.scan.events import ScanSummary
+from kdump.scan.log_scanner import decode_batch_records
+from kdump.scan.source import open_buffer
 
 CHUNK_BYTES = 1 << 20
 
@@ -43,9 +51,65 @@ def _render(events: Iterable[Any], fmt: str, encoding: str) -> str:
     return out.getvalue()
 
 
-def _work(
-    args: tuple[str, str, list[DumpEvent], DumpOptions, str, str, str | None],
-) -> tuple[bytes, int, dict[int, int]]:
+WorkArgs = tuple[str, str, list[DumpEvent], DumpOptions, str, str, str | None]
+
+
+def _work(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
+    _path, _label, _events, options, _fmt, _encoding, decoder = args
+    if fast_lines.enabled() and decoder is None and not options.filter.active:
+        return _work_fast(args)
+    return _work_reference(args)
+
+
+def _work_fast(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
+    """A chunk with every clean batch rendered by the compiled path, the others as the reference does."""
+    path, label, events, _options, fmt, encoding, _decoder = args
+    renderer = fast_lines.LineRenderer(json.dumps(label), fmt, encoding)
+    parts: list[bytes] = []
+    pending: list[DumpEvent] = []
+    records = 0
+    counts: dict[int, int] = {}
+
+    def flush() -> None:
+        if pending:
+            parts.append(_render_context(pending, label, fmt, encoding))
+            pending.clear()
+
+    with open_buffer(Path(path)) as buf:
+        for ev in events:
+            if not isinstance(ev, BatchHeader):
+                pending.append(ev)  # a finding of the batch-level scan, counted there
+                continue
+            # Findings of the batch-level scan before this batch are rendered first (the reference way).
+            target = parts if not pending else []
+            if renderer.render_into(buf, ev, target):
+                if target is not parts:
+                    flush()
+                    parts.extend(target)
+                records += ev.count or 0
+                continue
+            decoded, findings = decode_batch_records(buf, ev, label)
+            for f in findings:
+                counts[f.severity] = counts.get(f.severity, 0) + 1
+            records += len(decoded)
+            pending.append(ev)
+            pending.extend(findings)
+            pending.extend(decoded)
+    flush()
+    return b"".join(parts), records, counts
+
+
+def _render_context(events: list[DumpEvent], label: str, fmt: str, encoding: str) -> bytes:
+    """Events of one file rendered as if the file had just started, without the file's own line."""
+    text = _render([FileStart(label, "log", 0, None), *events], fmt, encoding)
+    if fmt == "json":
+        text = text[text.find("\n") + 1 :]
+    else:
+        text = _strip_file_header(text)
+    return text.encode("utf-8")
+
+
+def _work_reference(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
     path, label, events, options, fmt, encoding, decoder = args
     expanded = expand_batches(Path(path), events, options, label, decoder)
     records = sum(1 for e in expanded if type(e) is Record or type(e) is InternalRecord)
@@ -89,12 +153,89 @@ def write_parallel(
         logs: for each file, its path, its label, its shallow event stream (records=False) and
             the internal-topic decoder for its records (or None).
     """
-    ctx = multiprocessing.get_context("fork")
     sink = getattr(out, "buffer", None)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    pool: Executor
+    turns: _Turns | None = None
+    if jobs <= 1:
+        pool = _InlineExecutor()
+    else:
+        ctx = multiprocessing.get_context("fork")
+        fd = _file_descriptor(out) if sink is not None else None
+        if fd is not None:
+            turns = _Turns(ctx, fd)
+        pool = ProcessPoolExecutor(
+            max_workers=jobs, mp_context=ctx, initializer=_start_worker, initargs=(turns,)
+        )
+    with pool:
         for path, label, events, decoder in logs:
-            _write_log(pool, out, sink, path, label, events, options, fmt, encoding, jobs, decoder)
+            _write_log(pool, out, sink, path, label, events, options, fmt, encoding, jobs, decoder, turns)
     out.flush()
+
+
+def _file_descriptor(out: IO[str]) -> int | None:
+    try:
+        return out.fileno()
+    except (OSError, ValueError, AttributeError):
+        return None  # not a real file (a test runner's capture): chunks come back as bytes
+
+
+class _Turns:
+    """Workers write their rendered chunks straight to the output file, in submission order.
+
+    Sending each chunk back to the main process to be written costs more CPU than rendering it
+    with the compiled path (every byte pickled and piped twice), so each worker waits for its
+    chunk's turn and writes it itself to the inherited file descriptor. The main process writes
+    (a file's first line, its summary) only while no chunk is in flight.
+    """
+
+    def __init__(self, ctx: Any, fd: int) -> None:
+        self.fd = fd
+        self.cond = ctx.Condition()
+        self.turn = ctx.RawValue("q", 0)
+        self.next_seq = 0  # used by the main process only
+
+    def write_in_turn(self, seq: int, data: bytes) -> None:
+        """Wait for `seq`'s turn, write `data`, pass the turn on (also when the write fails)."""
+        with self.cond:
+            self.cond.wait_for(lambda: self.turn.value == seq)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self.fd, view) :]
+            finally:
+                self.turn.value = seq + 1
+                self.cond.notify_all()
+
+
+# A worker's `_Turns`, inherited through fork (set by the pool's initializer).
+_worker_turns: _Turns | None = None
+
+
+def _start_worker(turns: _Turns | None) -> None:
+    global _worker_turns
+    _worker_turns = turns
+
+
+def _work_in_turn(args: WorkArgs, seq: int) -> tuple[bytes, int, dict[int, int]]:
+    """`_work`, then the chunk written in its turn by this worker; nothing comes back but counts."""
+    turns = _worker_turns
+    assert turns is not None
+    try:
+        data, records, counts = _work(args)
+    except BaseException:
+        turns.write_in_turn(seq, b"")  # later chunks must not wait forever
+        raise
+    turns.write_in_turn(seq, data)
+    return b"", records, counts
+
+
+class _InlineExecutor(Executor):
+    """One job: each chunk is rendered in this process when it is submitted."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        done: Future[Any] = Future()
+        done.set_result(fn(*args, **kwargs))
+        return done
 
 
 class _Tally:
@@ -116,7 +257,7 @@ class _Tally:
 
 
 def _write_log(
-    pool: ProcessPoolExecutor,
+    pool: Executor,
     out: IO[str],
     sink: Any,
     path: Path,
@@ -127,15 +268,24 @@ def _write_log(
     encoding: str,
     jobs: int,
     decoder: str | None,
+    turns: _Turns | None = None,
 ) -> None:
     pending: deque[Future[tuple[bytes, int, dict[int, int]]]] = deque()
     tally = _Tally()
 
     def write(data: bytes) -> None:
-        _write(out, sink, data)
+        if data:
+            _write(out, sink, data)
+            if turns is not None:
+                sink.flush()  # before any worker writes to the same file
 
     def submit(chunk: list[DumpEvent]) -> None:
-        pending.append(pool.submit(_work, (str(path), label, chunk, options, fmt, encoding, decoder)))
+        args = (str(path), label, chunk, options, fmt, encoding, decoder)
+        if turns is None:
+            pending.append(pool.submit(_work, args))
+            return
+        pending.append(pool.submit(_work_in_turn, args, turns.next_seq))
+        turns.next_seq += 1
 
     chunk: list[DumpEvent] = []
     chunk_bytes = 0

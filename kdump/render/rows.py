@@ -74,9 +74,14 @@ def codec_label(codec: int) -> str:
     return CODEC_LABELS.get(codec, f"unknown({codec})")
 
 
+_TIMESTAMP_TYPE_LABELS = {t.value: t.label for t in TimestampType}
+
+
 def timestamp_type_label(ts_type: int) -> str:
     """`CreateTime`, `LogAppendTime` or `NoTimestampType`."""
-    return TimestampType(ts_type).label
+    # A dict, not TimestampType(ts_type): this runs once per batch of a dump.
+    label = _TIMESTAMP_TYPE_LABELS.get(ts_type)
+    return TimestampType(ts_type).label if label is None else label
 
 
 def batch_row(h: BatchHeader, file: str) -> dict[str, Any]:

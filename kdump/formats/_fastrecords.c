@@ -1,0 +1,895 @@
+/*
+ * The compiled record path: v2 records of one batch, decoded and rendered without a Python object
+ * per field.
+ *
+ * kdump/formats/records.py (decode_v2_records) and kdump/render/{jsonl,text}.py are the reference;
+ * this file only ever speeds up what they would do on a batch whose checksum and framing already
+ * passed. Every function returns None ("decline") the moment anything is not as the common case
+ * expects: a varint longer than the fast path reads (4 bytes for an int32, 9 for an int64), a field
+ * that runs past its record, a record count or size that does not add up, offsets outside the
+ * batch or out of order, a max timestamp that differs. The caller then runs the reference path on
+ * the same bytes, which finds and reports whatever is wrong. Declining is always safe; a different
+ * answer never is, so the differential tests (tests/formats/test_fast_records.py) hold every output
+ * byte-identical to the reference's.
+ *
+ * Functions (see _fastrecords.pyi):
+ *   decode_v2(data, record_type, base_offset, last_offset, base_ts, max_ts, log_append, base_seq,
+ *             count, check_max_ts) -> (list[Record], clean) | None
+ *   render_v2(data, base_offset, last_offset, base_ts, max_ts, log_append, base_seq, count,
+ *             check_max_ts, fmt, encoding, prefix, middle, middle2) -> bytes | None
+ *   columns_v2_many([(data, base_offset, last_offset, base_ts, max_ts, log_append, count,
+ *                     check_max_ts), ...]) -> Arrow-layout buffers of the batches taken
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- growable output buffer ------------------------------------------------------------- */
+
+typedef struct {
+    char *data;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+} Buf;
+
+static int buf_reserve(Buf *b, Py_ssize_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra) {
+        if (cap > PY_SSIZE_T_MAX / 2) return -1;
+        cap *= 2;
+    }
+    char *p = PyMem_RawRealloc(b->data, (size_t)cap);
+    if (p == NULL) return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline void put(Buf *b, const char *s, Py_ssize_t n) {
+    memcpy(b->data + b->len, s, (size_t)n);
+    b->len += n;
+}
+
+/* Enough room for any int64 in decimal. */
+#define INT_ROOM 24
+
+static inline void put_int(Buf *b, int64_t v) {
+    char tmp[24];
+    int i = 24;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--i] = (char)('0' + (u % 10));
+        u /= 10;
+    } while (u);
+    if (v < 0) tmp[--i] = '-';
+    put(b, tmp + i, 24 - i);
+}
+
+static const char HEX[] = "0123456789abcdef";
+
+/* ---- varints (bounded by `lim`; decline past the lengths the fast path reads) ------------ */
+
+static inline int read_varint(const uint8_t *d, Py_ssize_t *pos, Py_ssize_t lim, int max_bytes, int64_t *out) {
+    uint64_t raw = 0;
+    Py_ssize_t p = *pos;
+    for (int i = 0; i < max_bytes; i++) {
+        if (p >= lim) return -1;
+        uint8_t c = d[p++];
+        raw |= (uint64_t)(c & 0x7F) << (7 * i);
+        if (c < 0x80) {
+            *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+            *pos = p;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+#define VARINT32 4 /* 28 bits: no masking question arises */
+#define VARINT64 9 /* 63 bits */
+
+/* ---- one record ------------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t ts_delta;
+    int64_t offset_delta;
+    const uint8_t *key;
+    int64_t key_len; /* < 0: null */
+    const uint8_t *value;
+    int64_t value_len; /* < 0: null */
+    int64_t header_count;
+    Py_ssize_t headers_at; /* first header's position */
+} Rec;
+
+/* Parse and check one record the way decode_v2_records would accept it; -1 to decline. */
+static int parse_record(const uint8_t *d, Py_ssize_t *pos, Py_ssize_t end, Rec *r) {
+    Py_ssize_t p = *pos;
+    int64_t length, n;
+    if (read_varint(d, &p, end, VARINT32, &length) < 0 || length < 0 || length > end - p) return -1;
+    Py_ssize_t rec_end = p + (Py_ssize_t)length;
+    if (p >= rec_end) return -1;
+    p += 1; /* attributes: unused */
+    if (read_varint(d, &p, rec_end, VARINT64, &r->ts_delta) < 0) return -1;
+    if (read_varint(d, &p, rec_end, VARINT32, &r->offset_delta) < 0) return -1;
+    if (read_varint(d, &p, rec_end, VARINT32, &n) < 0) return -1;
+    r->key_len = n < 0 ? -1 : n;
+    r->key = d + p;
+    if (n > 0) {
+        if (n > rec_end - p) return -1;
+        p += (Py_ssize_t)n;
+    }
+    if (read_varint(d, &p, rec_end, VARINT32, &n) < 0) return -1;
+    r->value_len = n < 0 ? -1 : n;
+    r->value = d + p;
+    if (n > 0) {
+        if (n > rec_end - p) return -1;
+        p += (Py_ssize_t)n;
+    }
+    if (read_varint(d, &p, rec_end, VARINT32, &r->header_count) < 0) return -1;
+    if (r->header_count < 0 || r->header_count > rec_end - p) return -1;
+    r->headers_at = p;
+    for (int64_t h = 0; h < r->header_count; h++) {
+        if (read_varint(d, &p, rec_end, VARINT32, &n) < 0 || n < 0 || n > rec_end - p) return -1;
+        p += (Py_ssize_t)n;
+        if (read_varint(d, &p, rec_end, VARINT32, &n) < 0) return -1;
+        if (n > 0) {
+            if (n > rec_end - p) return -1;
+            p += (Py_ssize_t)n;
+        }
+    }
+    if (p != rec_end) return -1;
+    *pos = p;
+    return 0;
+}
+
+/* A header already checked by parse_record. */
+static inline void next_header(const uint8_t *d, Py_ssize_t *pos, const uint8_t **k, int64_t *kn,
+                               const uint8_t **v, int64_t *vn) {
+    int64_t n = 0;
+    read_varint(d, pos, PY_SSIZE_T_MAX, VARINT32, &n);
+    *k = d + *pos;
+    *kn = n;
+    *pos += (Py_ssize_t)n;
+    read_varint(d, pos, PY_SSIZE_T_MAX, VARINT32, &n);
+    *v = d + *pos;
+    *vn = n < 0 ? -1 : n;
+    if (n > 0) *pos += (Py_ssize_t)n;
+}
+
+/* The batch-level facts every record is checked against. */
+typedef struct {
+    int64_t base_offset, last_offset, base_ts, max_ts, base_seq, count;
+    int log_append, check_max_ts;
+} Batch;
+
+typedef struct {
+    int64_t offset, timestamp, sequence;
+} Derived;
+
+/* Offset, timestamp and sequence of a record, and the scanner's checks; -1 to decline. */
+static inline int derive(const Batch *bt, const Rec *r, int64_t *prev, int64_t *max_seen, Derived *out) {
+    if (__builtin_add_overflow(bt->base_offset, r->offset_delta, &out->offset)) return -1;
+    if (bt->log_append) {
+        out->timestamp = bt->max_ts;
+    } else if (__builtin_add_overflow(bt->base_ts, r->ts_delta, &out->timestamp)) {
+        return -1;
+    }
+    if (bt->base_seq >= 0) {
+        int64_t s = (bt->base_seq + r->offset_delta) % 2147483648LL;
+        out->sequence = s < 0 ? s + 2147483648LL : s;
+    } else {
+        out->sequence = -1;
+    }
+    /* The scanner reports record-offset-invalid for these: the reference path does that. */
+    if (out->offset < bt->base_offset || out->offset > bt->last_offset || out->offset <= *prev) return -1;
+    *prev = out->offset;
+    if (out->timestamp > *max_seen) *max_seen = out->timestamp;
+    return 0;
+}
+
+static int parse_batch_args(PyObject *args, Py_ssize_t first, Batch *bt, int with_seq) {
+    /* args[first:] = base_offset, last_offset, base_ts, max_ts, log_append, [base_seq,] count, check_max_ts */
+    Py_ssize_t i = first;
+    int64_t *fields[] = {&bt->base_offset, &bt->last_offset, &bt->base_ts, &bt->max_ts};
+    for (int f = 0; f < 4; f++) {
+        *fields[f] = PyLong_AsLongLong(PyTuple_GET_ITEM(args, i++));
+    }
+    bt->log_append = PyObject_IsTrue(PyTuple_GET_ITEM(args, i++));
+    bt->base_seq = with_seq ? PyLong_AsLongLong(PyTuple_GET_ITEM(args, i++)) : -1;
+    bt->count = PyLong_AsLongLong(PyTuple_GET_ITEM(args, i++));
+    bt->check_max_ts = PyObject_IsTrue(PyTuple_GET_ITEM(args, i++));
+    if (PyErr_Occurred()) return -1;
+    return 0;
+}
+
+static int check_arity(PyObject *args, Py_ssize_t n, const char *name) {
+    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != n) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", name, n);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether the whole batch ended clean: count records, no bytes left, the max timestamp matches. */
+static inline int batch_clean(const Batch *bt, Py_ssize_t pos, Py_ssize_t end, int64_t n, int64_t max_seen) {
+    if (pos != end || n != bt->count) return 0;
+    return !(bt->check_max_ts && n > 0 && max_seen != bt->max_ts);
+}
+
+/* ---- decode_v2: Record tuples ----------------------------------------------------------- */
+
+static PyObject *new_bytes_or_none(const uint8_t *p, int64_t n) {
+    if (n < 0) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+}
+
+static PyObject *decode_headers(const uint8_t *d, const Rec *r) {
+    PyObject *t = PyTuple_New((Py_ssize_t)r->header_count);
+    if (t == NULL) return NULL;
+    Py_ssize_t p = r->headers_at;
+    for (Py_ssize_t h = 0; h < (Py_ssize_t)r->header_count; h++) {
+        const uint8_t *k, *v;
+        int64_t kn, vn;
+        next_header(d, &p, &k, &kn, &v, &vn);
+        PyObject *pair = PyTuple_New(2);
+        if (pair == NULL) goto fail;
+        PyTuple_SET_ITEM(t, h, pair);
+        PyObject *ko = new_bytes_or_none(k, kn);
+        if (ko == NULL) goto fail;
+        PyTuple_SET_ITEM(pair, 0, ko);
+        PyObject *vo = new_bytes_or_none(v, vn);
+        if (vo == NULL) goto fail;
+        PyTuple_SET_ITEM(pair, 1, vo);
+    }
+    return t;
+fail:
+    Py_DECREF(t);
+    return NULL;
+}
+
+static PyObject *fast_decode_v2(PyObject *self, PyObject *args) {
+    (void)self;
+    if (check_arity(args, 10, "decode_v2") < 0) return NULL;
+    PyObject *rtype = PyTuple_GET_ITEM(args, 1);
+    if (!PyType_Check(rtype) || !PyType_IsSubtype((PyTypeObject *)rtype, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "record_type must be a tuple subclass");
+        return NULL;
+    }
+    PyTypeObject *rt = (PyTypeObject *)rtype;
+    Batch bt;
+    if (parse_batch_args(args, 2, &bt, 1) < 0) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 0), &view, PyBUF_SIMPLE) < 0) return NULL;
+    const uint8_t *d = view.buf;
+    Py_ssize_t end = view.len, pos = 0;
+    PyObject *empty = PyTuple_New(0);
+    PyObject *list = PyList_New(0);
+    if (list == NULL || empty == NULL || bt.count < 0 || bt.count > end) goto decline;
+    int64_t prev = INT64_MIN, max_seen = INT64_MIN, n = 0;
+    int clean = 1;
+    for (; n < bt.count; n++) {
+        Rec r;
+        Derived dv = {0, 0, 0};
+        if (pos >= end || parse_record(d, &pos, end, &r) < 0) goto decline;
+        if (derive(&bt, &r, &prev, &max_seen, &dv) < 0) {
+            /* Decoding is fine; only the scanner's checks need the reference. */
+            clean = 0;
+            if (__builtin_add_overflow(bt.base_offset, r.offset_delta, &dv.offset)) goto decline;
+            if (!bt.log_append && __builtin_add_overflow(bt.base_ts, r.ts_delta, &dv.timestamp)) goto decline;
+            prev = INT64_MAX;
+        }
+        PyObject *rec = rt->tp_alloc(rt, 8);
+        if (rec == NULL) goto fail;
+        if (PyList_Append(list, rec) < 0) {
+            Py_DECREF(rec);
+            goto fail;
+        }
+        Py_DECREF(rec);
+        PyObject *items[8];
+        items[0] = PyLong_FromLongLong(dv.offset);
+        items[1] = PyLong_FromLongLong(dv.timestamp);
+        items[2] = new_bytes_or_none(r.key, r.key_len);
+        items[3] = new_bytes_or_none(r.value, r.value_len);
+        if (r.header_count == 0) {
+            Py_INCREF(empty);
+            items[4] = empty;
+        } else {
+            items[4] = decode_headers(d, &r);
+        }
+        items[5] = PyLong_FromLongLong(dv.sequence);
+        Py_INCREF(Py_None);
+        items[6] = Py_None;
+        Py_INCREF(Py_None);
+        items[7] = Py_None;
+        for (int i = 0; i < 8; i++) {
+            if (items[i] == NULL) {
+                for (int j = 0; j < 8; j++) Py_XDECREF(items[j]);
+                goto fail;
+            }
+            PyTuple_SET_ITEM(rec, i, items[i]);
+        }
+    }
+    if (pos != end || n != bt.count) goto decline;
+    if (bt.check_max_ts && n > 0 && max_seen != bt.max_ts) clean = 0;
+    PyBuffer_Release(&view);
+    Py_DECREF(empty);
+    PyObject *result = Py_BuildValue("(NO)", list, clean ? Py_True : Py_False);
+    return result;
+decline:
+    PyBuffer_Release(&view);
+    Py_XDECREF(list);
+    Py_XDECREF(empty);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+fail:
+    PyBuffer_Release(&view);
+    Py_XDECREF(list);
+    Py_XDECREF(empty);
+    return NULL;
+}
+
+/* ---- rendering of keys, values and headers ---------------------------------------------- */
+
+/* Length of the well-formed UTF-8 sequence at s (Python's strict decoder: no surrogates, no
+ * overlongs, nothing above U+10FFFF), or 0 when the byte at s does not start one. */
+static inline int utf8_seq(const uint8_t *s, Py_ssize_t left, uint32_t *cp) {
+    uint8_t c = s[0];
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    if (c >= 0xC2 && c <= 0xDF) {
+        if (left < 2 || (s[1] & 0xC0) != 0x80) return 0;
+        *cp = ((uint32_t)(c & 0x1F) << 6) | (s[1] & 0x3F);
+        return 2;
+    }
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (left < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
+        if (c == 0xE0 && s[1] < 0xA0) return 0;
+        if (c == 0xED && s[1] > 0x9F) return 0;
+        *cp = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (left < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80) return 0;
+        if (c == 0xF0 && s[1] < 0x90) return 0;
+        if (c == 0xF4 && s[1] > 0x8F) return 0;
+        *cp = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) | ((uint32_t)(s[2] & 0x3F) << 6) |
+              (s[3] & 0x3F);
+        return 4;
+    }
+    return 0;
+}
+
+static inline void put_u4(Buf *b, uint32_t u) {
+    char *o = b->data + b->len;
+    o[0] = '\\';
+    o[1] = 'u';
+    o[2] = HEX[(u >> 12) & 0xF];
+    o[3] = HEX[(u >> 8) & 0xF];
+    o[4] = HEX[(u >> 4) & 0xF];
+    o[5] = HEX[u & 0xF];
+    b->len += 6;
+}
+
+/* bytes.decode("utf-8", "backslashreplace") then json.encoder.encode_basestring_ascii: a quoted
+ * ASCII JSON string. */
+static int put_json_utf8(Buf *b, const uint8_t *s, Py_ssize_t n) {
+    /* Worst case 6 output bytes per input byte (a control character), plus the quotes. */
+    if (buf_reserve(b, 6 * n + 2) < 0) return -1;
+    char *o = b->data + b->len;
+    *o++ = '"';
+    Py_ssize_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+            *o++ = (char)c;
+            i++;
+            continue;
+        }
+        if (c < 0x80) {
+            *o++ = '\\';
+            switch (c) {
+            case '"': *o++ = '"'; break;
+            case '\\': *o++ = '\\'; break;
+            case '\n': *o++ = 'n'; break;
+            case '\r': *o++ = 'r'; break;
+            case '\t': *o++ = 't'; break;
+            case '\b': *o++ = 'b'; break;
+            case '\f': *o++ = 'f'; break;
+            default:
+                *o++ = 'u';
+                *o++ = '0';
+                *o++ = '0';
+                *o++ = HEX[c >> 4];
+                *o++ = HEX[c & 0xF];
+            }
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        int k = utf8_seq(s + i, n - i, &cp);
+        if (k == 0) {
+            /* backslashreplace gives \xNN; JSON escapes its backslash. */
+            *o++ = '\\';
+            *o++ = '\\';
+            *o++ = 'x';
+            *o++ = HEX[c >> 4];
+            *o++ = HEX[c & 0xF];
+            i++;
+            continue;
+        }
+        b->len = o - b->data;
+        if (cp >= 0x10000) {
+            uint32_t v = cp - 0x10000;
+            put_u4(b, 0xD800 | (v >> 10));
+            put_u4(b, 0xDC00 | (v & 0x3FF));
+        } else {
+            put_u4(b, cp);
+        }
+        o = b->data + b->len;
+        i += k;
+    }
+    *o++ = '"';
+    b->len = o - b->data;
+    return 0;
+}
+
+/* bytes.decode("utf-8", "backslashreplace") written out as UTF-8: well-formed sequences as they
+ * are, any other byte as \xNN. */
+static int put_text_utf8(Buf *b, const uint8_t *s, Py_ssize_t n) {
+    if (buf_reserve(b, 4 * n) < 0) return -1;
+    char *o = b->data + b->len;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            *o++ = (char)c;
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        int k = utf8_seq(s + i, n - i, &cp);
+        if (k == 0) {
+            *o++ = '\\';
+            *o++ = 'x';
+            *o++ = HEX[c >> 4];
+            *o++ = HEX[c & 0xF];
+            i++;
+        } else {
+            memcpy(o, s + i, (size_t)k);
+            o += k;
+            i += k;
+        }
+    }
+    b->len = o - b->data;
+    return 0;
+}
+
+static int put_hex(Buf *b, const uint8_t *s, Py_ssize_t n) {
+    if (buf_reserve(b, 2 * n + 2) < 0) return -1;
+    char *o = b->data + b->len;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        *o++ = HEX[s[i] >> 4];
+        *o++ = HEX[s[i] & 0xF];
+    }
+    b->len = o - b->data;
+    return 0;
+}
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int put_base64(Buf *b, const uint8_t *s, Py_ssize_t n) {
+    if (buf_reserve(b, 4 * (n / 3 + 1) + 2) < 0) return -1;
+    char *o = b->data + b->len;
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
+        *o++ = B64[v >> 18];
+        *o++ = B64[(v >> 12) & 0x3F];
+        *o++ = B64[(v >> 6) & 0x3F];
+        *o++ = B64[v & 0x3F];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        *o++ = B64[v >> 18];
+        *o++ = B64[(v >> 12) & 0x3F];
+        *o++ = '=';
+        *o++ = '=';
+    } else if (n - i == 2) {
+        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8);
+        *o++ = B64[v >> 18];
+        *o++ = B64[(v >> 12) & 0x3F];
+        *o++ = B64[(v >> 6) & 0x3F];
+        *o++ = '=';
+    }
+    b->len = o - b->data;
+    return 0;
+}
+
+enum { ENC_UTF8 = 0, ENC_HEX = 1, ENC_BASE64 = 2 };
+enum { FMT_JSON = 0, FMT_TEXT = 1 };
+
+/* A key, value or header value in the chosen encoding (not null). */
+static int put_encoded(Buf *b, int fmt, int encoding, const uint8_t *s, Py_ssize_t n) {
+    if (encoding == ENC_UTF8) return fmt == FMT_JSON ? put_json_utf8(b, s, n) : put_text_utf8(b, s, n);
+    if (fmt == FMT_JSON) {
+        if (buf_reserve(b, 1) < 0) return -1;
+        put(b, "\"", 1);
+    }
+    if ((encoding == ENC_HEX ? put_hex(b, s, n) : put_base64(b, s, n)) < 0) return -1;
+    if (fmt == FMT_JSON) {
+        if (buf_reserve(b, 1) < 0) return -1;
+        put(b, "\"", 1);
+    }
+    return 0;
+}
+
+#define PUT_LIT(b, s)                                    \
+    do {                                                 \
+        if (buf_reserve((b), sizeof(s) - 1) < 0) goto fail; \
+        put((b), (s), sizeof(s) - 1);                    \
+    } while (0)
+
+#define PUT_INT(b, v)                                    \
+    do {                                                 \
+        if (buf_reserve((b), INT_ROOM) < 0) goto fail;   \
+        put_int((b), (v));                               \
+    } while (0)
+
+/* One JSON line, as render/jsonl.write_jsonl builds it for a v2 record of a non-control batch. */
+static int render_json(Buf *b, const uint8_t *d, const Rec *r, const Derived *dv, int encoding,
+                       const Py_buffer *prefix, const Py_buffer *middle, const Py_buffer *middle2) {
+    if (buf_reserve(b, prefix->len + middle->len + middle2->len + 2 * INT_ROOM) < 0) goto fail;
+    put(b, prefix->buf, prefix->len);
+    put_int(b, dv->offset);
+    put(b, middle->buf, middle->len);
+    put_int(b, dv->timestamp);
+    put(b, middle2->buf, middle2->len);
+    if (r->key_len < 0) {
+        PUT_LIT(b, "null");
+    } else if (put_encoded(b, FMT_JSON, encoding, r->key, (Py_ssize_t)r->key_len) < 0) {
+        goto fail;
+    }
+    PUT_LIT(b, ",\"value\":");
+    if (r->value_len < 0) {
+        PUT_LIT(b, "null");
+    } else if (put_encoded(b, FMT_JSON, encoding, r->value, (Py_ssize_t)r->value_len) < 0) {
+        goto fail;
+    }
+    PUT_LIT(b, ",\"headers\":[");
+    Py_ssize_t p = r->headers_at;
+    for (int64_t h = 0; h < r->header_count; h++) {
+        const uint8_t *k, *v;
+        int64_t kn, vn;
+        next_header(d, &p, &k, &kn, &v, &vn);
+        if (h > 0) PUT_LIT(b, ",");
+        PUT_LIT(b, "{\"key\":");
+        if (put_json_utf8(b, k, (Py_ssize_t)kn) < 0) goto fail;
+        PUT_LIT(b, ",\"value\":");
+        if (vn < 0) {
+            PUT_LIT(b, "null");
+        } else if (put_encoded(b, FMT_JSON, encoding, v, (Py_ssize_t)vn) < 0) {
+            goto fail;
+        }
+        PUT_LIT(b, "}");
+    }
+    PUT_LIT(b, "],\"sequence\":");
+    PUT_INT(b, dv->sequence);
+    PUT_LIT(b, ",\"key_size\":");
+    PUT_INT(b, r->key_len);
+    PUT_LIT(b, ",\"value_size\":");
+    PUT_INT(b, r->value_len);
+    PUT_LIT(b, "}\n");
+    return 0;
+fail:
+    return -1;
+}
+
+/* One text line, as render/text.record_line builds it for a v2 record of a non-control batch. */
+static int render_text(Buf *b, const uint8_t *d, const Rec *r, const Derived *dv, int encoding,
+                       const Py_buffer *prefix, const Py_buffer *middle, const Py_buffer *middle2) {
+    if (buf_reserve(b, prefix->len + middle->len + middle2->len + 2 * INT_ROOM) < 0) goto fail;
+    put(b, prefix->buf, prefix->len);
+    put_int(b, dv->offset);
+    put(b, middle->buf, middle->len);
+    put_int(b, dv->timestamp);
+    put(b, middle2->buf, middle2->len);
+    PUT_INT(b, r->key_len);
+    PUT_LIT(b, " valueSize: ");
+    PUT_INT(b, r->value_len);
+    PUT_LIT(b, " sequence: ");
+    PUT_INT(b, dv->sequence);
+    PUT_LIT(b, " headerKeys: [");
+    Py_ssize_t p = r->headers_at;
+    const uint8_t *k, *v;
+    int64_t kn, vn;
+    for (int64_t h = 0; h < r->header_count; h++) {
+        next_header(d, &p, &k, &kn, &v, &vn);
+        if (h > 0) PUT_LIT(b, ",");
+        if (put_text_utf8(b, k, (Py_ssize_t)kn) < 0) goto fail;
+    }
+    PUT_LIT(b, "]");
+    if (r->key_len >= 0) {
+        PUT_LIT(b, " key: ");
+        if (put_encoded(b, FMT_TEXT, encoding, r->key, (Py_ssize_t)r->key_len) < 0) goto fail;
+    }
+    if (r->value_len >= 0) {
+        PUT_LIT(b, " payload: ");
+        if (put_encoded(b, FMT_TEXT, encoding, r->value, (Py_ssize_t)r->value_len) < 0) goto fail;
+    }
+    if (r->header_count > 0) {
+        PUT_LIT(b, " headers: [");
+        p = r->headers_at;
+        for (int64_t h = 0; h < r->header_count; h++) {
+            next_header(d, &p, &k, &kn, &v, &vn);
+            if (h > 0) PUT_LIT(b, ", ");
+            if (put_text_utf8(b, k, (Py_ssize_t)kn) < 0) goto fail;
+            PUT_LIT(b, "=");
+            if (vn < 0) {
+                PUT_LIT(b, "null");
+            } else if (put_encoded(b, FMT_TEXT, encoding, v, (Py_ssize_t)vn) < 0) {
+                goto fail;
+            }
+        }
+        PUT_LIT(b, "]");
+    }
+    PUT_LIT(b, "\n");
+    return 0;
+fail:
+    return -1;
+}
+
+static PyObject *fast_render_v2(PyObject *self, PyObject *args) {
+    (void)self;
+    if (check_arity(args, 14, "render_v2") < 0) return NULL;
+    Batch bt;
+    if (parse_batch_args(args, 1, &bt, 1) < 0) return NULL;
+    long fmt = PyLong_AsLong(PyTuple_GET_ITEM(args, 9));
+    long encoding = PyLong_AsLong(PyTuple_GET_ITEM(args, 10));
+    if (PyErr_Occurred()) return NULL;
+    if ((fmt != FMT_JSON && fmt != FMT_TEXT) || encoding < ENC_UTF8 || encoding > ENC_BASE64) {
+        PyErr_SetString(PyExc_ValueError, "unknown format or encoding");
+        return NULL;
+    }
+    Py_buffer view, prefix, middle, middle2;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 0), &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 11), &prefix, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 12), &middle, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        PyBuffer_Release(&prefix);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 13), &middle2, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        PyBuffer_Release(&prefix);
+        PyBuffer_Release(&middle);
+        return NULL;
+    }
+    const uint8_t *d = view.buf;
+    Py_ssize_t end = view.len, pos = 0;
+    Buf b = {NULL, 0, 0};
+    PyObject *result = NULL;
+    int failed = 0;
+    int64_t prev = INT64_MIN, max_seen = INT64_MIN, n = 0;
+    if (bt.count < 0 || bt.count > end) goto done;
+    Py_BEGIN_ALLOW_THREADS
+    for (; n < bt.count; n++) {
+        Rec r;
+        Derived dv;
+        if (pos >= end || parse_record(d, &pos, end, &r) < 0) break;
+        if (derive(&bt, &r, &prev, &max_seen, &dv) < 0) break;
+        int rc = fmt == FMT_JSON ? render_json(&b, d, &r, &dv, (int)encoding, &prefix, &middle, &middle2)
+                                 : render_text(&b, d, &r, &dv, (int)encoding, &prefix, &middle, &middle2);
+        if (rc < 0) {
+            failed = 1;
+            break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (!batch_clean(&bt, pos, end, n, max_seen)) goto done;
+    result = PyBytes_FromStringAndSize(b.data ? b.data : "", b.len);
+done:
+    PyMem_RawFree(b.data);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&prefix);
+    PyBuffer_Release(&middle);
+    PyBuffer_Release(&middle2);
+    if (result == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return result;
+}
+
+/* ---- columns_v2: Arrow-layout buffers of a batch's records ------------------------------- */
+
+/* A binary column being built: validity bitmap, int32 offsets, data. */
+typedef struct {
+    Buf valid, offsets, data;
+    int64_t nulls;
+} BinCol;
+
+static int bincol_add(BinCol *c, int64_t i, const uint8_t *s, int64_t n) {
+    if ((i & 7) == 0) {
+        if (buf_reserve(&c->valid, 1) < 0) return -1;
+        c->valid.data[c->valid.len++] = 0;
+    }
+    if (n < 0) {
+        c->nulls++;
+    } else {
+        c->valid.data[i >> 3] |= (char)(1 << (i & 7));
+        if (buf_reserve(&c->data, (Py_ssize_t)n) < 0) return -1;
+        put(&c->data, (const char *)s, (Py_ssize_t)n);
+        if (c->data.len > INT32_MAX) return -1;
+    }
+    int32_t off = (int32_t)c->data.len;
+    if (buf_reserve(&c->offsets, 4) < 0) return -1;
+    put(&c->offsets, (const char *)&off, 4);
+    return 0;
+}
+
+static int bincol_init(BinCol *c) {
+    memset(c, 0, sizeof(*c));
+    int32_t zero = 0;
+    if (buf_reserve(&c->offsets, 4) < 0) return -1;
+    put(&c->offsets, (const char *)&zero, 4);
+    return 0;
+}
+
+static void bincol_free(BinCol *c) {
+    PyMem_RawFree(c->valid.data);
+    PyMem_RawFree(c->offsets.data);
+    PyMem_RawFree(c->data.data);
+}
+
+static PyObject *buf_bytes(const Buf *b) { return PyBytes_FromStringAndSize(b->data ? b->data : "", b->len); }
+
+static PyObject *bincol_tuple(const BinCol *c) {
+    return Py_BuildValue("(NNNL)", buf_bytes(&c->valid), buf_bytes(&c->offsets), buf_bytes(&c->data),
+                         (long long)c->nulls);
+}
+
+/* Where a column stood before a batch, to take the batch back out when it declines. */
+typedef struct {
+    Py_ssize_t valid_len, offsets_len, data_len;
+    int64_t nulls;
+} BinMark;
+
+static BinMark bincol_mark(const BinCol *c) {
+    BinMark m = {c->valid.len, c->offsets.len, c->data.len, c->nulls};
+    return m;
+}
+
+static void bincol_rewind(BinCol *c, BinMark m, int64_t rows) {
+    c->valid.len = m.valid_len;
+    c->offsets.len = m.offsets_len;
+    c->data.len = m.data_len;
+    c->nulls = m.nulls;
+    if (rows & 7) c->valid.data[rows >> 3] &= (char)((1 << (rows & 7)) - 1); /* rows past `rows` */
+}
+
+/* columns_v2_many(items): the records of a run of batches, each item (data, base_offset,
+ * last_offset, base_ts, max_ts, log_append, count, check_max_ts), as one set of Arrow-layout
+ * buffers: (batches_done, rows, offsets int64, timestamps int64, key column, value column, header
+ * list offsets int32, header key column, header value column, batch index int32 per row), each
+ * column (validity, int32 offsets, data, null count), native byte order. Items are taken in order
+ * until one declines: batches_done says how many went in (the caller reads the next one the
+ * reference way and goes on after it). A record without headers has an empty header run. */
+static PyObject *fast_columns_v2_many(PyObject *self, PyObject *items) {
+    (void)self;
+    if (!PyList_Check(items)) {
+        PyErr_SetString(PyExc_TypeError, "columns_v2_many takes a list of batch tuples");
+        return NULL;
+    }
+    Buf offs = {NULL, 0, 0}, tss = {NULL, 0, 0}, hoffs = {NULL, 0, 0}, bidx = {NULL, 0, 0};
+    BinCol keys, values, hkeys, hvalues;
+    PyObject *result = NULL;
+    int oom = bincol_init(&keys) | bincol_init(&values) | bincol_init(&hkeys) | bincol_init(&hvalues);
+    int32_t hcount = 0;
+    int64_t rows = 0, hi = 0;
+    Py_ssize_t done = 0, nitems = PyList_GET_SIZE(items);
+    if (oom || buf_reserve(&hoffs, 4) < 0) goto nomem;
+    put(&hoffs, (const char *)&hcount, 4);
+    for (; done < nitems; done++) {
+        PyObject *item = PyList_GET_ITEM(items, done);
+        if (check_arity(item, 8, "a columns_v2_many item") < 0) goto fail;
+        Batch bt;
+        if (parse_batch_args(item, 1, &bt, 0) < 0) goto fail;
+        Py_buffer view;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 0), &view, PyBUF_SIMPLE) < 0) goto fail;
+        const uint8_t *d = view.buf;
+        Py_ssize_t end = view.len, pos = 0;
+        /* Where everything stood, to take this batch back out if it declines. */
+        Py_ssize_t offs_len = offs.len, tss_len = tss.len, hoffs_len = hoffs.len, bidx_len = bidx.len;
+        BinMark mk = bincol_mark(&keys), mv = bincol_mark(&values), mhk = bincol_mark(&hkeys),
+                mhv = bincol_mark(&hvalues);
+        int64_t rows0 = rows, hi0 = hi, prev = INT64_MIN, max_seen = INT64_MIN, n = 0;
+        int32_t index = (int32_t)done;
+        int nomem_here = 0;
+        if (bt.count >= 0 && bt.count <= end) {
+            for (; n < bt.count; n++) {
+                Rec r;
+                Derived dv;
+                if (pos >= end || parse_record(d, &pos, end, &r) < 0) break;
+                if (derive(&bt, &r, &prev, &max_seen, &dv) < 0) break;
+                if (buf_reserve(&offs, 8) < 0 || buf_reserve(&tss, 8) < 0 || buf_reserve(&bidx, 4) < 0 ||
+                    bincol_add(&keys, rows, r.key, r.key_len) < 0 ||
+                    bincol_add(&values, rows, r.value, r.value_len) < 0) {
+                    nomem_here = 1;
+                    break;
+                }
+                put(&offs, (const char *)&dv.offset, 8);
+                put(&tss, (const char *)&dv.timestamp, 8);
+                put(&bidx, (const char *)&index, 4);
+                rows++;
+                Py_ssize_t p = r.headers_at;
+                for (int64_t h = 0; h < r.header_count && !nomem_here; h++, hi++) {
+                    const uint8_t *k, *v;
+                    int64_t kn, vn;
+                    next_header(d, &p, &k, &kn, &v, &vn);
+                    if (bincol_add(&hkeys, hi, k, kn) < 0 || bincol_add(&hvalues, hi, v, vn) < 0) nomem_here = 1;
+                }
+                if (nomem_here || hi > INT32_MAX || rows > INT32_MAX || buf_reserve(&hoffs, 4) < 0) {
+                    nomem_here = 1;
+                    break;
+                }
+                hcount = (int32_t)hi;
+                put(&hoffs, (const char *)&hcount, 4);
+            }
+        }
+        int clean = !nomem_here && bt.count >= 0 && batch_clean(&bt, pos, end, n, max_seen);
+        PyBuffer_Release(&view);
+        if (!clean) {
+            offs.len = offs_len;
+            tss.len = tss_len;
+            hoffs.len = hoffs_len;
+            bidx.len = bidx_len;
+            bincol_rewind(&keys, mk, rows0);
+            bincol_rewind(&values, mv, rows0);
+            bincol_rewind(&hkeys, mhk, hi0);
+            bincol_rewind(&hvalues, mhv, hi0);
+            rows = rows0;
+            hi = hi0;
+            hcount = (int32_t)hi0;
+            break;
+        }
+    }
+    result = Py_BuildValue("(nLNNNNNNNN)", done, (long long)rows, buf_bytes(&offs), buf_bytes(&tss),
+                           bincol_tuple(&keys), bincol_tuple(&values), buf_bytes(&hoffs), bincol_tuple(&hkeys),
+                           bincol_tuple(&hvalues), buf_bytes(&bidx));
+    goto cleanup;
+nomem:
+    PyErr_NoMemory();
+fail:
+cleanup:
+    PyMem_RawFree(offs.data);
+    PyMem_RawFree(tss.data);
+    PyMem_RawFree(hoffs.data);
+    PyMem_RawFree(bidx.data);
+    bincol_free(&keys);
+    bincol_free(&values);
+    bincol_free(&hkeys);
+    bincol_free(&hvalues);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"decode_v2", fast_decode_v2, METH_VARARGS, "Decode a clean v2 batch's records, or None."},
+    {"render_v2", fast_render_v2, METH_VARARGS, "Render a clean v2 batch's records as lines, or None."},
+    {"columns_v2_many", fast_columns_v2_many, METH_O, "Clean v2 batches' records as Arrow buffers."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "kdump.formats._fastrecords", "Compiled v2 record decoding and rendering.", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__fastrecords(void) { return PyModule_Create(&module); }

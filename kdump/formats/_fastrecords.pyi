@@ -1,0 +1,37 @@
+# The compiled record path (kdump/formats/_fastrecords.c); kdump/formats/fast_records.py wraps it.
+Buffer = bytes | bytearray | memoryview
+
+def decode_v2(
+    data: Buffer,
+    record_type: type,
+    base_offset: int,
+    last_offset: int,
+    base_ts: int,
+    max_ts: int,
+    log_append: bool,
+    base_seq: int,
+    count: int,
+    check_max_ts: bool,
+) -> tuple[list[tuple[object, ...]], bool] | None: ...
+def render_v2(
+    data: Buffer,
+    base_offset: int,
+    last_offset: int,
+    base_ts: int,
+    max_ts: int,
+    log_append: bool,
+    base_seq: int,
+    count: int,
+    check_max_ts: bool,
+    fmt: int,
+    encoding: int,
+    prefix: bytes,
+    middle: bytes,
+    middle2: bytes,
+) -> bytes | None: ...
+
+Column = tuple[bytes, bytes, bytes, int]
+
+def columns_v2_many(
+    items: list[tuple[Buffer, int, int, int, int, bool, int, bool]],
+) -> tuple[int, int, bytes, bytes, Column, Column, bytes, Column, Column, bytes]: ...
