@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -25,6 +24,7 @@ from kdump.formats.records import Record
 from kdump.ops.dump import DumpEvent, DumpOptions, expand_batches
 from kdump.ops.files import FileStart
 from kdump.ops.internal import InternalRecord
+from kdump.ops.workers import worker_pool
 from kdump.scan.events import ScanSummary
 
 CHUNK_BYTES = 1 << 20
@@ -89,9 +89,9 @@ def write_parallel(
         logs: for each file, its path, its label, its shallow event stream (records=False) and
             the internal-topic decoder for its records (or None).
     """
-    ctx = multiprocessing.get_context("fork")
     sink = getattr(out, "buffer", None)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    # A closed pipe or Ctrl-C terminates the workers instead of waiting for their queued chunks.
+    with worker_pool(jobs) as pool:
         for path, label, events, decoder in logs:
             _write_log(pool, out, sink, path, label, events, options, fmt, encoding, jobs, decoder)
     out.flush()

@@ -31,7 +31,12 @@ def make_console(out: IO[str], *, stderr: bool = False) -> Console:
     """A console bound to `out`, with markup and highlighting off."""
     from rich.console import Console
 
-    return Console(file=out, markup=False, highlight=False, emoji=False, stderr=stderr, soft_wrap=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich's own handling exits with 1; kdump's entry point chooses the exit code.
+            raise BrokenPipeError
+
+    return _Console(file=out, markup=False, highlight=False, emoji=False, stderr=stderr, soft_wrap=False)
 
 
 def finding_text(f: Finding) -> Any:
