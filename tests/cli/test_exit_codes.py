@@ -305,3 +305,13 @@ def test_restore_of_a_file_instead_of_a_backup_is_3(tmp_path: Path) -> None:
     done = _run("restore", str(f))
     assert done.returncode == ExitCode.UNREADABLE
     _no_traceback(done.stderr)
+
+
+@pytest.mark.parametrize("command", ["reindex", "trim-tail"])
+def test_a_missing_metadata_log_is_3_not_a_usage_error(command: str, tmp_path: Path) -> None:
+    part = tmp_path / "t-0"
+    _big_segment(part / SEG0, 10_000)
+    done = _run(command, "--metadata-log", str(tmp_path / "no-such-dir"), str(part))
+    assert done.returncode == ExitCode.UNREADABLE
+    assert "no-such-dir: no such directory" in done.stderr
+    _no_traceback(done.stderr)
