@@ -63,6 +63,7 @@ def interval_options(fn: F) -> F:
     fn = click.option(
         "--metadata-log",
         type=click.Path(path_type=Path),
+        metavar="DIRECTORY",
         callback=_readable_dir,
         help="The __cluster_metadata-0 directory to read topic configs from (default: the one in the log dir).",
     )(fn)
