@@ -100,6 +100,10 @@ def cli() -> None:
 def main() -> None:
     """Entry point: run the CLI, mapping kdump's errors to exit codes and hiding tracebacks."""
     code: int | str | None = 0
+    if sys.stdout is None:
+        # Started with stdout closed (`kdump verify DIR >&-`): the output goes nowhere, as asked,
+        # and the exit status still says what was found.
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (kept open until exit)
     try:
         try:
             cli.main(standalone_mode=True)

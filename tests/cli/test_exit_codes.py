@@ -315,3 +315,26 @@ def test_a_missing_metadata_log_is_3_not_a_usage_error(command: str, tmp_path: P
     assert done.returncode == ExitCode.UNREADABLE
     assert "no-such-dir: no such directory" in done.stderr
     _no_traceback(done.stderr)
+
+
+def test_stdout_closed_from_the_start_still_gives_the_verdict(tmp_path: Path) -> None:
+    # `kdump verify DIR >&-`: the output goes nowhere, as asked; the exit status is still the verdict.
+    part = tmp_path / "t-0"
+    _big_segment(part / SEG0, 10_000)
+
+    def run() -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [*KDUMP, "verify", str(part)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=lambda: os.close(1),
+            timeout=60,
+        )
+
+    clean = run()
+    assert clean.returncode == ExitCode.OK, clean.stderr
+    with (part / SEG0).open("ab") as f:
+        f.write(struct.pack(">qi", 0, 1000) + b"\x00" * 8)  # a batch that runs past the end
+    torn = run()
+    assert torn.returncode == ExitCode.FINDINGS, torn.stderr
+    assert b"Traceback" not in torn.stderr
