@@ -6,6 +6,7 @@ import contextlib
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 import click
 
@@ -117,13 +118,13 @@ def main() -> None:
         # was not delivered in full is no verdict (exit_codes.SHOW_COMMANDS).
         _silence_stdout()
         if code:
-            sys.exit(code)
-        sys.exit(ExitCode.OK if cli.invoked in SHOW_COMMANDS else ExitCode.OUTPUT_CLOSED)
+            _end(int(code) if isinstance(code, int) else ExitCode.INTERNAL)
+        _end(ExitCode.OK if cli.invoked in SHOW_COMMANDS else ExitCode.OUTPUT_CLOSED)
     except (_Interrupted, KeyboardInterrupt):
         # Worker pools were stopped on the way out (kdump.ops.workers); say so in one line.
         _silence_stdout()
         _say("interrupted")
-        sys.exit(ExitCode.INTERRUPTED)
+        _end(ExitCode.INTERRUPTED)
     except LogDirLockedError as exc:
         click.echo(f"kdump: refused: {exc}", err=True)
         sys.exit(ExitCode.REFUSED)
@@ -142,6 +143,19 @@ def main() -> None:
         )
         sys.exit(ExitCode.INTERNAL)
     sys.exit(code)
+
+
+def _end(code: int) -> NoReturn:
+    """Exit at once, after a closed pipe or Ctrl-C.
+
+    A worker pool stopped on the way here (kdump.ops.workers) may leave its manager thread blocked
+    reading a result that a terminated worker had half written; the interpreter joins that thread
+    at exit and would wait forever. Nothing else is left to do: files were closed and temporary
+    files removed as the stack unwound, and a log dir lock goes with the process.
+    """
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    os._exit(code)
 
 
 def _silence_stdout() -> None:

@@ -71,9 +71,11 @@ def _into_head(args: list[str]) -> tuple[int, str, bytes]:
     assert kdump.stdout is not None
     assert kdump.stderr is not None
     kdump.stdout.close()  # head alone holds the read end now
+    kdump.stdout = None
     shown, _ = head.communicate(timeout=60)
-    stderr = kdump.stderr.read().decode()
-    return kdump.wait(timeout=60), stderr, shown
+    # A kdump that hangs after its reader left fails here, on the timeout.
+    _, stderr = kdump.communicate(timeout=30)
+    return kdump.returncode, stderr.decode(), shown
 
 
 def _into_closed_pipe(args: list[str]) -> tuple[int, str]:
