@@ -24,6 +24,26 @@ class CorruptFieldError(DecodeError):
     """A field holds a value the format does not allow."""
 
 
+class MessageTooShortError(CorruptFieldError):
+    """A legacy inner message whose length is below its format's minimum (14 bytes; 22 for v1).
+
+    `offset` is the message's own offset field as stored (absolute for v0, relative for v1).
+    """
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
+class WrapperOffsetError(CorruptFieldError):
+    """A compressed legacy wrapper whose offset is not its last inner message's offset."""
+
+    def __init__(self, message: str, wrapper_offset: int, last_inner_offset: int) -> None:
+        super().__init__(message)
+        self.wrapper_offset = wrapper_offset
+        self.last_inner_offset = last_inner_offset
+
+
 class UnsupportedMagicError(DecodeError):
     """A message format (magic byte) outside 0..2."""
 

@@ -177,6 +177,28 @@ _KINDS = [
         "Recovery ignores lower epochs when it rebuilds the leader-epoch cache.",
         None,
     ),
+    FindingKind(
+        "wrapper-offset-mismatch",
+        Severity.ERROR,
+        "log",
+        "A compressed legacy (v0/v1) wrapper whose offset is not its last inner message's offset: "
+        "v0 inner offsets are absolute and must end at the wrapper's; a v1 wrapper's offset (unless 0) "
+        "is below its last inner offset. The wrapper's offset is outside its checksum.",
+        "Recovery does not notice (it reads only the wrapper); consumers get records at offsets the "
+        "log and its index do not place there (v0), or fail with InvalidRecordException (v1).",
+        None,
+    ),
+    FindingKind(
+        "inner-message-too-short",
+        Severity.ERROR,
+        "log",
+        "An inner message of a compressed legacy (v0/v1) wrapper whose length is below the minimum "
+        "message size (14 bytes; 22 for v1). It is stepped over; the messages around it keep their "
+        "offsets.",
+        "Recovery does not notice (the wrapper's checksum matches); consumers fail on the whole "
+        "wrapper with CorruptRecordException (Record size is less than the minimum record overhead).",
+        None,
+    ),
     # --- the log with --deep ------------------------------------------------------------------
     FindingKind(
         "record-decode-failed",

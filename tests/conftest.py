@@ -28,6 +28,24 @@ def full_corpus() -> Path:
     return require_full_corpus()
 
 
+@pytest.fixture(scope="session")
+def corpus_logdirs(corpus_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The corpus directories as real log dirs: each holds only what a broker's log dir holds
+    (its partition directories and `_logdir-files/*`, linked), not the oracles beside them, which
+    kdump rightly reports as entries Kafka does not keep in a log dir."""
+    root = tmp_path_factory.mktemp("logdirs")
+    for corpus_dir in sorted(p for p in corpus_root.iterdir() if p.is_dir()):
+        mirror = root / corpus_dir.name
+        mirror.mkdir()
+        for entry in sorted(corpus_dir.iterdir()):
+            if entry.name == "_logdir-files":
+                for f in sorted(entry.iterdir()):
+                    (mirror / f.name).symlink_to(f)
+            elif entry.name != "expected":
+                (mirror / entry.name).symlink_to(entry)
+    return root
+
+
 @pytest.fixture
 def kdump() -> Callable[..., Result]:
     """Run the kdump CLI in-process; stdout and stderr stay separate, exceptions propagate."""

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 import click
 
 from kdump import __version__
-from kdump.cli.exit_codes import ExitCode
+from kdump.cli.exit_codes import SHOW_COMMANDS, ExitCode
 from kdump.errors import KdumpError, LogDirLockedError, RefusedError
 
 # Commands are imported only when used, so `kdump seek-by-time` does not pay for verify's imports.
@@ -25,8 +27,35 @@ COMMANDS = {
 }
 
 
+class _OutputClosed(Exception):
+    """The reader of stdout went away while a command was writing."""
+
+
+class _Interrupted(Exception):
+    """Ctrl-C: a KeyboardInterrupt, carried past click (which would say "Aborted!" and exit 1)."""
+
+
 class LazyGroup(click.Group):
     """A click group that imports a command's module on first use."""
+
+    invoked: str | None = None  # the command being run, for the exit code of a closed pipe
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Find the command, and remember its name."""
+        name, command, rest = super().resolve_command(ctx, args)
+        self.invoked = name
+        return name, command, rest
+
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the command; a closed stdout and Ctrl-C leave click's handling for `main`'s."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise _OutputClosed() from exc
+        except KeyboardInterrupt as exc:
+            raise _Interrupted() from exc
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """Every command, in a fixed order."""
@@ -61,7 +90,8 @@ def cli() -> None:
     Exit codes: 0 ok, 1 findings at or above --fail-on (verify), changes pending (dry run) or
     replicas that diverge (compare),
     2 usage error, 3 a path could not be read or written, 4 repair refused (broker lock held),
-    70 internal error (a bug: KDUMP_DEBUG=1 shows the traceback).
+    70 internal error (a bug: KDUMP_DEBUG=1 shows the traceback), 130 interrupted (Ctrl-C),
+    141 output closed before verify or a repair finished (a dump whose reader stops exits 0).
 
     \b
     Shell completion:
@@ -73,13 +103,31 @@ def cli() -> None:
 
 def main() -> None:
     """Entry point: run the CLI, mapping kdump's errors to exit codes and hiding tracebacks."""
+    code: int | str | None = 0
+    if sys.stdout is None:
+        # Started with stdout closed (`kdump verify DIR >&-`): the output goes nowhere, as asked,
+        # and the exit status still says what was found.
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (kept open until exit)
     try:
-        cli.main(standalone_mode=True)
-    except BrokenPipeError:
-        # The reader went away (`kdump dump ... | head`): not an error worth a traceback.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(ExitCode.OK)
+        try:
+            cli.main(standalone_mode=True)
+        except SystemExit as exc:
+            code = exc.code
+        # Output still buffered is written now, while a closed pipe can still be told apart.
+        sys.stdout.flush()
+    except (_OutputClosed, BrokenPipeError):
+        # The reader went away (`kdump dump ... | head`): no traceback, and stdout now goes nowhere
+        # so nothing fails again at exit. A failure already decided stands; a verdict of 0 that
+        # was not delivered in full is no verdict (exit_codes.SHOW_COMMANDS).
+        _silence_stdout()
+        if code:
+            _end(int(code) if isinstance(code, int) else ExitCode.INTERNAL)
+        _end(ExitCode.OK if cli.invoked in SHOW_COMMANDS else ExitCode.OUTPUT_CLOSED)
+    except (_Interrupted, KeyboardInterrupt):
+        # Worker pools were stopped on the way out (kdump.ops.workers); say so in one line.
+        _silence_stdout()
+        _say("interrupted")
+        _end(ExitCode.INTERRUPTED)
     except LogDirLockedError as exc:
         click.echo(f"kdump: refused: {exc}", err=True)
         sys.exit(ExitCode.REFUSED)
@@ -97,3 +145,30 @@ def main() -> None:
             err=True,
         )
         sys.exit(ExitCode.INTERNAL)
+    sys.exit(code)
+
+
+def _end(code: int) -> NoReturn:
+    """Exit at once, after a closed pipe or Ctrl-C.
+
+    A worker pool stopped on the way here (kdump.ops.workers) may leave its manager thread blocked
+    reading a result that a terminated worker had half written; the interpreter joins that thread
+    at exit and would wait forever. Nothing else is left to do: files were closed and temporary
+    files removed as the stack unwound, and a log dir lock goes with the process.
+    """
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout already closed or not a real file
+        pass
+
+
+def _say(message: str) -> None:
+    with contextlib.suppress(OSError):  # stderr may be gone too
+        click.echo(f"kdump: {message}", err=True)

@@ -14,3 +14,11 @@ class ExitCode(IntEnum):
     UNREADABLE = 3  # a path could not be read (or written)
     REFUSED = 4  # a repair was refused (a broker holds the log dir's lock, or it is unsafe)
     INTERNAL = 70  # a bug in kdump (EX_SOFTWARE); KDUMP_DEBUG=1 shows the traceback
+    INTERRUPTED = 130  # Ctrl-C (SIGINT), as a shell reports it: 128 + 2
+    OUTPUT_CLOSED = 141  # a verdict was cut short by a closed output pipe: 128 + SIGPIPE (13)
+
+
+# Commands that only show data: when their reader goes away (`kdump dump ... | head`) the run ended
+# as asked, and exits 0. The others carry a verdict in their exit code (verify, the repairs), which a
+# run cut short by its reader does not have, so they exit OUTPUT_CLOSED instead: never a false 0.
+SHOW_COMMANDS = frozenset({"dump", "seek-by-time"})

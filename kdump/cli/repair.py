@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 import click
 
+from kdump.errors import PathError
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -47,11 +49,22 @@ def check_backup_dir(backup_dir: Path | None) -> None:
             )
 
 
+def _readable_dir(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    # A directory named on the command line that is not there is a path that cannot be read (exit
+    # 3), not a usage error (2), as for the PATH arguments.
+    if value is not None and not value.is_dir():
+        why = "not a directory" if value.exists() else "no such directory"
+        raise PathError(f"{value}: {why} (--metadata-log)")
+    return value
+
+
 def interval_options(fn: F) -> F:
     """`--index-interval-bytes` and `--metadata-log`: how rebuilt indexes are spaced."""
     fn = click.option(
         "--metadata-log",
-        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        type=click.Path(path_type=Path),
+        metavar="DIRECTORY",
+        callback=_readable_dir,
         help="The __cluster_metadata-0 directory to read topic configs from (default: the one in the log dir).",
     )(fn)
     return click.option(

@@ -14,7 +14,9 @@ from kdump.ops.safety import MANIFEST, log_dir_lock, restore
 
 
 @click.command("restore")
-@click.argument("backup_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+# Not `exists=True`: a missing or unreadable backup is a path that cannot be read (exit 3), not a usage
+# error (2); reading its manifest below says which.
+@click.argument("backup_dir", type=click.Path(path_type=Path))
 def restore_command(backup_dir: Path) -> None:
     """Undo a reindex or trim-tail --apply from its backup directory.
 

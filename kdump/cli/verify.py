@@ -108,7 +108,7 @@ def verify_command(
         from kdump.spark.fleet import run_fleet_verify
 
         reports = run_fleet_verify(targets, options, master=master, output=output)
-        code = _exit_code(reports, threshold, unreadable)
+        code = _write_junit(junit, reports, threshold, _exit_code(reports, threshold, unreadable))
         _print_reports(reports, fmt, code)
     else:
         if master is not None or output is not None:
@@ -120,17 +120,24 @@ def verify_command(
             for report in verify_targets(targets, options, progress):
                 reports.append(report)
                 printer.report(report)
-            code = _exit_code(reports, threshold, unreadable)
+            code = _write_junit(junit, reports, threshold, _exit_code(reports, threshold, unreadable))
             printer.finish(reports, code)
-    if junit:
-        from kdump.render.report import junit_xml
-
-        try:
-            Path(junit).write_text(junit_xml(reports, threshold), encoding="utf-8")
-        except OSError as exc:
-            diag(f"cannot write {junit}: {exc.strerror or exc}")
-            sys.exit(ExitCode.UNREADABLE)
     sys.exit(code)
+
+
+def _write_junit(junit: str | None, reports: list[PartitionReport], threshold: Severity, code: int) -> int:
+    """Write the JUnit report if asked, before the total is printed: the total's exit code is final."""
+    if not junit:
+        return code
+    from kdump.render.report import junit_xml
+
+    try:
+        Path(junit).write_text(junit_xml(reports, threshold), encoding="utf-8")
+    except OSError as exc:
+        diag(f"cannot write {junit}: {exc.strerror or exc}")
+        # A report CI was promised and cannot read fails the run; as for an unreadable path, 3 wins over 1.
+        return int(ExitCode.UNREADABLE)
+    return code
 
 
 def _exit_code(reports: list[PartitionReport], threshold: Severity, unreadable: bool) -> int:

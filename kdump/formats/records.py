@@ -36,7 +36,13 @@ import zlib
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from kdump.errors import CorruptFieldError, DecodeError, TruncatedError
+from kdump.errors import (
+    CorruptFieldError,
+    DecodeError,
+    MessageTooShortError,
+    TruncatedError,
+    WrapperOffsetError,
+)
 from kdump.formats.batch import BatchHeader, encode_legacy_message, encode_v2_batch
 from kdump.formats.codecs import compress
 from kdump.formats.constants import COMPRESSION_MASK, TIMESTAMP_TYPE_MASK, Codec, TimestampType
@@ -207,6 +213,7 @@ def _decode_headers(data: bytes, pos: int, rec_end: int) -> tuple[tuple[Header, 
 
 
 _LEGACY_PREFIX = struct.Struct(">qiIbB")  # offset, length, crc, magic, attributes
+_LEGACY_PREFIX_LENGTH = struct.Struct(">qi")  # offset, length
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 
@@ -238,6 +245,18 @@ def decode_legacy_message(
     Returns:
         (offset, crc, magic, attributes, timestamp, key, value, position after the message).
     """
+    if pos + 12 <= len(data):
+        # The length is judged before the rest of the header is read: a message shorter than the
+        # minimum is that, not a header that runs past the end (Kafka's DataLogInputStream checks
+        # it first too; v1's minimum needs the magic byte, when it is there).
+        offset, length = _LEGACY_PREFIX_LENGTH.unpack_from(data, pos)
+        magic_at = pos + 16
+        minimum = 22 if magic_at < len(data) and data[magic_at] == 1 and length >= 14 else 14
+        if 0 <= length < minimum:
+            raise MessageTooShortError(
+                f"legacy message at offset {offset} has length {length}, below the minimum {minimum}",
+                offset,
+            )
     if pos + 18 > len(data):
         raise TruncatedError("legacy message header runs past the end of the buffer")
     offset, length, crc, magic, attributes = _LEGACY_PREFIX.unpack_from(data, pos)
@@ -277,10 +296,22 @@ def decode_legacy_records(
     raw: list[tuple[int, int, bool, int, bytes | None, bytes | None]] = []
     error: DecodeError | None = None
     pos = 0
+    # The offset field of the last inner entry framed, a message or not: v1's offsets are counted
+    # back from it, so a damaged last message must not make the one before it the last.
+    last_entry_offset: int | None = None
     try:
         while pos < len(inner):
             start = pos
-            offset, crc, magic, attributes, timestamp, key, value, pos = decode_legacy_message(inner, pos)
+            try:
+                offset, crc, magic, attributes, timestamp, key, value, pos = decode_legacy_message(inner, pos)
+            except MessageTooShortError as exc:
+                # Its length still frames it: step over it, so the messages after it (and the last
+                # inner offset) are still known.
+                error = error or exc
+                last_entry_offset = exc.offset
+                pos = start + 12 + _INT32.unpack_from(inner, start + 8)[0]
+                continue
+            last_entry_offset = offset
             if attributes & COMPRESSION_MASK:
                 raise CorruptFieldError("Inner messages must not be compressed")
             if magic != header.magic:
@@ -292,19 +323,33 @@ def decode_legacy_records(
                 timestamp = header.max_timestamp
             raw.append((offset, crc, crc_ok, timestamp, key, value))
     except DecodeError as exc:
-        error = exc
+        error = error or exc
+        last_entry_offset = None  # framing lost: the last inner offset is not known
     if not raw and error is None:
         error = CorruptFieldError("compressed wrapper message holds no inner messages")
     shift = 0
+    wrapper_offset = header.last_offset
     if header.magic == 1 and raw:
-        last_inner = raw[-1][0]
-        wrapper_offset = header.last_offset
+        last_inner = raw[-1][0] if last_entry_offset is None else last_entry_offset
         if wrapper_offset != 0:
             if wrapper_offset < last_inner:
-                return [], CorruptFieldError(
-                    f"wrapper offset {wrapper_offset} is below its last inner offset {last_inner}"
+                return [], WrapperOffsetError(
+                    f"wrapper offset {wrapper_offset} is below its last inner offset {last_inner}",
+                    wrapper_offset,
+                    last_inner,
                 )
             shift = wrapper_offset - last_inner
+    elif header.magic == 0 and last_entry_offset is not None and last_entry_offset != wrapper_offset:
+        # v0 inner offsets are absolute, and the wrapper's offset is its last inner message's
+        # (the broker sets both when it assigns offsets); the wrapper's offset is outside its
+        # checksum, so nothing else catches a damaged one.
+        error = error or WrapperOffsetError(
+            f"wrapper offset {wrapper_offset} is not its last inner message's offset {last_entry_offset}",
+            wrapper_offset,
+            last_entry_offset,
+        )
+    if isinstance(error, MessageTooShortError) and header.magic == 1 and wrapper_offset != 0:
+        error.offset += shift  # made absolute, as the records' offsets are
     records = [Record(o + shift, ts, k, v, (), -1, c, ok) for (o, c, ok, ts, k, v) in raw]
     return records, error
 

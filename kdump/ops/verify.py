@@ -271,11 +271,10 @@ def check_segments(
     tasks = [(s, options.deep, options.max_bytes, for_rebuild, judge_indexes) for s in segments]
     sizes = [_segment_size(s) for s in segments]
     if jobs > 1 and len(tasks) > 1 and sum(sizes) >= PARALLEL_THRESHOLD_BYTES:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from kdump.ops.workers import worker_pool
 
-        ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
+        # On Ctrl-C or an early stop the workers are terminated, not waited for.
+        with worker_pool(min(jobs, len(tasks))) as pool:
             for result, size in zip(pool.map(_check_one, tasks), sizes, strict=True):
                 if progress is not None:
                     progress(size)

@@ -13,6 +13,7 @@ batch when a filter or an internal-topic decoder is in play, the reference way.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
@@ -20,7 +21,7 @@ import multiprocessing
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import IO, Any
 
@@ -30,6 +31,7 @@ from kdump.formats.records import Record
 from kdump.ops.dump import DumpEvent, DumpOptions, expand_batches
 from kdump.ops.files import FileStart
 from kdump.ops.internal import InternalRecord
+from kdump.ops.workers import worker_pool
 from kdump.render import fast_lines
 from kdump.scan.events import ScanSummary
 from kdump.scan.log_scanner import decode_batch_records
@@ -154,19 +156,17 @@ def write_parallel(
             the internal-topic decoder for its records (or None).
     """
     sink = getattr(out, "buffer", None)
-    pool: Executor
     turns: _Turns | None = None
+    pool_context: contextlib.AbstractContextManager[Executor]
     if jobs <= 1:
-        pool = _InlineExecutor()
+        pool_context = _InlineExecutor()
     else:
-        ctx = multiprocessing.get_context("fork")
         fd = _file_descriptor(out) if sink is not None else None
         if fd is not None:
-            turns = _Turns(ctx, fd)
-        pool = ProcessPoolExecutor(
-            max_workers=jobs, mp_context=ctx, initializer=_start_worker, initargs=(turns,)
-        )
-    with pool:
+            turns = _Turns(multiprocessing.get_context("fork"), fd)
+        # A closed pipe or Ctrl-C terminates the workers instead of waiting for their queued chunks.
+        pool_context = worker_pool(jobs, initializer=_start_worker, initargs=(turns,))
+    with pool_context as pool:
         for path, label, events, decoder in logs:
             _write_log(pool, out, sink, path, label, events, options, fmt, encoding, jobs, decoder, turns)
     out.flush()

@@ -7,7 +7,10 @@ never interpreted as styling.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from kdump.findings import Finding, Severity
@@ -20,7 +23,7 @@ from kdump.render.text import entry_line, finding_line, summary_line
 from kdump.scan.events import ScanSummary
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, JustifyMethod
     from rich.table import Table
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -31,7 +34,12 @@ def make_console(out: IO[str], *, stderr: bool = False) -> Console:
     """A console bound to `out`, with markup and highlighting off."""
     from rich.console import Console
 
-    return Console(file=out, markup=False, highlight=False, emoji=False, stderr=stderr, soft_wrap=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich's own handling exits with 1; kdump's entry point chooses the exit code.
+            raise BrokenPipeError
+
+    return _Console(file=out, markup=False, highlight=False, emoji=False, stderr=stderr, soft_wrap=False)
 
 
 def finding_text(f: Finding) -> Any:
@@ -41,35 +49,106 @@ def finding_text(f: Finding) -> Any:
     return Text(finding_line(f), style=SEVERITY_STYLE[f.severity])
 
 
-def _batch_table(title: str) -> Table:
+@dataclass(frozen=True, slots=True)
+class Col:
+    """A table column, and what may happen to it when the terminal is too narrow.
+
+    `keep`: an identity, an offset or a timestamp: never cut and never dropped (folded onto more
+    lines only when nothing else is left to give). `drop`: other columns, dropped in increasing
+    order of this number until the table fits. `wraps`: free text (keys, values) that wraps, folded
+    where it has no spaces, never cut.
+    """
+
+    name: str
+    justify: JustifyMethod = "left"
+    keep: bool = False
+    drop: int = 0
+    wraps: bool = False
+
+
+# The width a wrapping column is counted at when deciding whether a table fits.
+_WRAP_MIN = 12
+
+
+def fitted_table(
+    title: str, cols: Sequence[Col], rows: Sequence[tuple[Sequence[str], str | None]], width: int
+) -> Table:
+    """A rich table of `rows` that fits `width` without cutting a `keep` column.
+
+    rich shrinks every column, cutting cells with an ellipsis, when a table is wider than the
+    terminal: offsets, timestamps and the ends of partition names were lost that way. Here the
+    optional columns are dropped first (least useful first), wrapping columns wrap, and the kept
+    ones are folded onto a second line only when even they alone do not fit.
+    """
+    from rich.cells import cell_len
     from rich.table import Table
 
-    t = Table(title=title, title_justify="left", show_lines=False, pad_edge=False)
-    for col in (
-        "position",
-        "offsets",
-        "count",
-        "size",
-        "magic",
-        "codec",
-        "max timestamp",
-        "producer",
-        "flags",
-        "crc",
-    ):
-        t.add_column(col, justify="right" if col in ("position", "count", "size") else "left", no_wrap=True)
-    return t
-
-
-def _record_table(title: str) -> Table:
-    from rich.table import Table
-
-    t = Table(title=title, title_justify="left", pad_edge=False)
-    for col in ("offset", "timestamp", "key", "value", "headers"):
-        t.add_column(
-            col, no_wrap=col != "value", overflow="ellipsis", max_width=None if col == "value" else 40
+    def need(i: int) -> int:
+        c = cols[i]
+        content = max(
+            [
+                cell_len(c.name),
+                *(cell_len(line) for cells, _ in rows for line in cells[i].splitlines() or [""]),
+            ]
         )
+        return min(content, _WRAP_MIN) if c.wraps else content
+
+    shown = list(range(len(cols)))
+    widths = {i: need(i) for i in shown}
+
+    def total() -> int:
+        # Each column: its text and one space of padding each side; one rule between and around.
+        return sum(widths[i] + 3 for i in shown) + 1
+
+    for i in sorted(
+        (i for i, c in enumerate(cols) if not c.keep and not c.wraps), key=lambda i: cols[i].drop
+    ):
+        if total() <= width:
+            break
+        shown.remove(i)
+    fold_kept = total() > width
+    t = Table(title=title, title_justify="left")
+    for i in shown:
+        c = cols[i]
+        if c.wraps or (c.keep and fold_kept):
+            t.add_column(c.name, justify=c.justify, overflow="fold")
+        else:
+            # min_width: rich must not squeeze it below its widest cell (it would cut it).
+            t.add_column(c.name, justify=c.justify, no_wrap=True, min_width=widths[i])
+    for cells, style in rows:
+        t.add_row(*(cells[i] for i in shown), style=style)
     return t
+
+
+# C0 controls and DEL, shown escaped in tables: raw, a terminal would act on them (and rich counts
+# them as zero wide, so the table's lines would not line up).
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
+
+
+def printable(text: str) -> str:
+    """Data for a table cell: control characters escaped as \\xNN (the utf8 encoding's own escape)."""
+    return text.translate(_CONTROLS)
+
+
+BATCH_COLS = (
+    Col("position", "right", keep=True),
+    Col("offsets", keep=True),
+    Col("count", "right", drop=4),
+    Col("size", "right", drop=2),
+    Col("magic", drop=1),
+    Col("codec", drop=5),
+    Col("max timestamp", keep=True),
+    Col("producer", drop=3),
+    Col("flags", drop=6),
+    Col("crc", keep=True),
+)
+RECORD_COLS = (
+    Col("offset", keep=True),
+    Col("timestamp", keep=True),
+    Col("key", wraps=True),
+    Col("value", wraps=True),
+    Col("headers", wraps=True),
+)
 
 
 def _batch_cells(h: BatchHeader) -> list[str]:
@@ -94,20 +173,28 @@ def _batch_cells(h: BatchHeader) -> list[str]:
     ]
 
 
-def write_rich(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") -> None:
-    """Print dump events as tables of at most a few hundred rows (so output still streams)."""
-    console = make_console(out)
-    table: Table | None = None
-    rows_in_table = 0
+def write_rich(
+    events: Iterable[Any], out: IO[str], *, encoding: str = "utf8", console: Console | None = None
+) -> None:
+    """Print dump events as tables of at most a few hundred rows (so output still streams).
+
+    Tables fit the console's width (`fitted_table`); `console` is for a given width (tests).
+    """
+    console = console or make_console(out)
+    pending: list[tuple[Sequence[str], str | None]] = []
+    cols: Sequence[Col] = BATCH_COLS
     current = ""
-    records_mode = False
+
+    def start(kind: Sequence[Col]) -> None:
+        nonlocal cols
+        if pending and (kind is not cols or len(pending) >= _CHUNK):
+            flush()
+        cols = kind
 
     def flush() -> None:
-        nonlocal table, rows_in_table
-        if table is not None and rows_in_table:
-            console.print(table)
-        table = None
-        rows_in_table = 0
+        if pending:
+            console.print(fitted_table(current, cols, pending, console.width))
+        pending.clear()
 
     for ev in _with_lookahead(events):
         if isinstance(ev, FileStart):
@@ -115,43 +202,33 @@ def write_rich(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") -
             current = ev.file
             console.print(f"{ev.file} ({ev.kind}, {ev.size} bytes)", style="bold")
         elif isinstance(ev, InternalRecord):
-            if table is None or not records_mode or rows_in_table >= _CHUNK:
-                flush()
-                table = _record_table(current)
-                records_mode = True
+            start(RECORD_COLS)
             d = ev.decoded.to_dict()
-            table.add_row(
+            cells = [
                 str(ev.record.offset),
                 str(ev.record.timestamp),
                 json.dumps(d.get("key"), separators=(",", ":"))[:200],
                 json.dumps(d.get("value"), separators=(",", ":"))[:400],
-                str(d.get("record") or ""),
-            )
-            rows_in_table += 1
+                printable(str(d.get("record") or "")),
+            ]
+            pending.append((cells, None))
         elif isinstance(ev, Record):
-            if table is None or not records_mode or rows_in_table >= _CHUNK:
-                flush()
-                table = _record_table(current)
-                records_mode = True
+            start(RECORD_COLS)
             headers = ", ".join(
                 f"{k.decode('utf-8', 'backslashreplace')}={rows.encode_bytes(v, encoding)}"
                 for k, v in ev.headers
             )
-            table.add_row(
+            cells = [
                 str(ev.offset),
                 str(ev.timestamp),
-                "null" if ev.key is None else str(rows.encode_bytes(ev.key, encoding)),
-                "null" if ev.value is None else str(rows.encode_bytes(ev.value, encoding))[:200],
-                headers,
-            )
-            rows_in_table += 1
+                "null" if ev.key is None else printable(str(rows.encode_bytes(ev.key, encoding))),
+                "null" if ev.value is None else printable(str(rows.encode_bytes(ev.value, encoding))[:200]),
+                printable(headers),
+            ]
+            pending.append((cells, None))
         elif isinstance(ev, BatchHeader):
-            if table is None or records_mode or rows_in_table >= _CHUNK:
-                flush()
-                table = _batch_table(current)
-                records_mode = False
-            table.add_row(*_batch_cells(ev), style=None if ev.crc_ok else "bold red")
-            rows_in_table += 1
+            start(BATCH_COLS)
+            pending.append((_batch_cells(ev), None if ev.crc_ok else "bold red"))
         elif isinstance(ev, Finding):
             flush()
             console.print(finding_text(ev))
@@ -182,32 +259,66 @@ def _with_lookahead(events: Iterable[Any]) -> Iterator[Any]:
         yield pending
 
 
-def verify_table(console: Console, reports: Any, exit_code: int) -> None:
-    """A table of partitions with their finding counts, then the exit code."""
-    from rich.table import Table
+VERIFY_COLS = (
+    Col("partition", keep=True),
+    Col("segments", "right", drop=3),
+    Col("batches", "right", drop=2),
+    Col("records", "right", drop=4),
+    Col("offsets", keep=True),
+    Col("checked", "right", drop=5),
+    Col("errors", "right", keep=True),
+    Col("warnings", "right", keep=True),
+    Col("info", "right", drop=1),
+)
 
+
+def common_root(labels: Sequence[str]) -> str | None:
+    """The directory every label lies under, when there is one to leave out of them."""
+    parents = [label.rpartition(os.sep)[0] for label in labels]
+    if not parents or any(not p for p in parents):
+        return None
+    try:
+        root = os.path.commonpath(parents)
+    except ValueError:  # absolute and relative paths mixed
+        return None
+    return root or None
+
+
+def relative_label(label: str, root: str | None) -> str:
+    """`label` with `root` left out (a partition's name, or log dir and name)."""
+    return label if root is None else os.path.relpath(label, root)
+
+
+def rollup_label(label: str, kind: str, root: str | None) -> str:
+    """A log dir's (or directory of log dirs') roll-up row: its name beside the partitions' names,
+    and what it is (`kafka-3.8.0 (log dir)`)."""
+    what = "log dir" if kind == "log-dir" else "log dirs"
+    rel = label if root is None else os.path.relpath(label, root)
+    if rel == ".":
+        rel = Path(label).name or label
+    elif rel.startswith(".."):
+        rel = label
+    return f"{rel} ({what})"
+
+
+def verify_table(console: Console, reports: Any, exit_code: int) -> None:
+    """A table of partitions with their finding counts, then the exit code.
+
+    Partitions are named relative to the directory they all lie in (said in the title): the part
+    of a path that tells partitions apart is its end, which a cut path loses first.
+    """
     from kdump.findings import Severity
 
-    t = Table(title=f"kdump verify: exit {exit_code}", title_justify="left")
-    columns = (
-        "partition",
-        "segments",
-        "batches",
-        "records",
-        "offsets",
-        "checked",
-        "errors",
-        "warnings",
-        "info",
-    )
-    for col in columns:
-        t.add_column(col, justify="left" if col in ("partition", "offsets") else "right")
+    reports = list(reports)
+    root = common_root([r.label for r in reports if r.is_leaf])
+    title = f"kdump verify: exit {exit_code}" + ("" if root is None else f" (partitions in {root})")
+    rows: list[tuple[Sequence[str], str | None]] = []
     for r in reports:
         offsets = "" if r.first_offset is None or not r.is_leaf else f"{r.first_offset}..{r.last_offset}"
         errors = r.total(Severity.ERROR)
         share = 100.0 if r.log_bytes == 0 else 100.0 * r.checked_bytes / r.log_bytes
-        t.add_row(
-            r.label if r.is_leaf else f"{r.label} ({r.taken_as})",
+        cells = [
+            relative_label(r.label, root) if r.is_leaf else rollup_label(r.label, r.kind, root),
             str(r.segments),
             str(r.batches),
             str(r.records),
@@ -216,6 +327,6 @@ def verify_table(console: Console, reports: Any, exit_code: int) -> None:
             str(errors),
             str(r.total(Severity.WARNING)),
             str(r.total(Severity.INFO)),
-            style="bold red" if errors else None,
-        )
-    console.print(t)
+        ]
+        rows.append((cells, "bold red" if errors else None))
+    console.print(fitted_table(title, VERIFY_COLS, rows, console.width))

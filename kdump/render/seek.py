@@ -82,34 +82,39 @@ def seek_lines(r: SeekResult) -> list[str]:
 
 def seek_table(console: Console, results: Sequence[SeekResult]) -> None:
     """A table of answers, one row per partition, then each partition's notes and findings."""
-    from rich.table import Table
     from rich.text import Text
 
-    from kdump.render.rich_tty import finding_text
+    from kdump.render.rich_tty import Col, common_root, finding_text, fitted_table, relative_label
 
-    # One invocation asks one TIME: it goes in the title, leaving the width to the partitions.
+    # One invocation asks one TIME: it goes in the title, leaving the width to the partitions, which
+    # are named relative to the directory they all lie in (their ends tell them apart).
+    root = common_root([r.partition for r in results])
     title = "kdump seek-by-time" + (f": {target_text(results[0])}" if results else "")
-    t = Table(title=title, title_justify="left")
-    for col in ("partition", "offset", "timestamp", "segment", "position", "via", "findings"):
-        t.add_column(
-            col,
-            justify="right" if col in ("offset", "position", "findings") else "left",
-            overflow="fold",
-            no_wrap=col != "partition",
-        )
+    title += "" if root is None else f" (partitions in {root})"
+    cols = (
+        Col("partition", keep=True),
+        Col("offset", "right", keep=True),
+        Col("timestamp", keep=True),
+        Col("segment", drop=2),
+        Col("position", "right", drop=1),
+        Col("via", wraps=True),
+        Col("findings", "right", keep=True),
+    )
+    rows: list[tuple[Sequence[str], str | None]] = []
     for r in results:
         ts = "" if r.timestamp is None else f"{r.timestamp}\n{iso_ms(r.timestamp)}"
         segment = "" if r.segment is None else r.segment.rsplit("/", 1)[-1]
-        t.add_row(
-            r.partition,
+        cells = [
+            relative_label(r.partition, root),
             "none" if r.offset is None else str(r.offset),
             ts,
             segment,
             "" if r.position is None else str(r.position),
             via_text(r),
             str(len(r.findings)),
-            style="yellow" if r.scan_fallback else None,
-        )
+        ]
+        rows.append((cells, "yellow" if r.scan_fallback else None))
+    t = fitted_table(title, cols, rows, console.width)
     console.print(t)
     for r in results:
         if not (r.notes or r.findings):

@@ -25,7 +25,13 @@ import re
 import struct
 from collections.abc import Callable, Iterator
 
-from kdump.errors import CodecError, CodecUnavailableError, TruncatedError
+from kdump.errors import (
+    CodecError,
+    CodecUnavailableError,
+    MessageTooShortError,
+    TruncatedError,
+    WrapperOffsetError,
+)
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats import fast_records
 from kdump.formats.batch import (
@@ -456,6 +462,12 @@ def scan_log(
             else:
                 salvageable += 1
         yield header
+        if legacy_records is not None and not deep:
+            # The wrapper was decoded anyway, for its offsets: what that shows about its offsets
+            # is reported by the shallow scan too (the rest of its records' checks stay --deep).
+            for f in legacy_records[1]:
+                if f.code in WRAPPER_OFFSET_CODES:
+                    yield tally(f)
         if deep:
             records, findings = legacy_records or decode_batch_records(buf, header, file)
             for f in findings:
@@ -580,6 +592,10 @@ def _check_offsets(
         )
 
 
+# Findings of a legacy wrapper's offsets, which every scan reports (the wrapper is always decoded).
+WRAPPER_OFFSET_CODES = frozenset({"wrapper-offset-mismatch", "inner-message-too-short"})
+
+
 def _whole_record_count(data: bytes, h: BatchHeader) -> int | None:
     """How many records `data` holds when they decode cleanly to its very end, whatever the header's
     count says; None when they do not (a record is damaged, or garbage follows them)."""
@@ -658,6 +674,27 @@ def decode_batch_records(buf: Buffer, h: BatchHeader, file: str) -> tuple[list[R
                     offset=h.base_offset,
                 )
             )
+    elif isinstance(error, WrapperOffsetError):
+        findings.append(
+            make_finding(
+                "wrapper-offset-mismatch",
+                file,
+                str(error),
+                position=pos,
+                offset=error.wrapper_offset,
+                last_inner_offset=error.last_inner_offset,
+            )
+        )
+    elif isinstance(error, MessageTooShortError):
+        findings.append(
+            make_finding(
+                "inner-message-too-short",
+                file,
+                f"inside the wrapper, {error}",
+                position=pos,
+                offset=error.offset,
+            )
+        )
     elif error is not None:
         at = records[-1].offset + 1 if records else offset
         findings.append(
@@ -669,9 +706,13 @@ def decode_batch_records(buf: Buffer, h: BatchHeader, file: str) -> tuple[list[R
                 offset=at,
             )
         )
+    # A wrapper whose offset is wrong was reported as such; its records are where they say they are.
+    last = h.last_offset
+    if records and isinstance(error, WrapperOffsetError):
+        last = max(last, records[-1].offset)
     prev = None
     for r in records:
-        if (h.base_offset is not None and not h.base_offset <= r.offset <= h.last_offset) or (
+        if (h.base_offset is not None and not h.base_offset <= r.offset <= last) or (
             prev is not None and r.offset <= prev
         ):
             findings.append(

@@ -252,7 +252,7 @@ def test_restore_lists_what_it_put_back(kdump: Kdump, part: Path, tmp_path: Path
 
 
 def test_restore_errors(kdump: Kdump, tmp_path: Path) -> None:
-    assert kdump("restore", str(tmp_path / "missing")).exit_code == 2  # not a directory
+    assert kdump("restore", str(tmp_path / "missing")).exit_code == 3  # a path that cannot be read
     empty = tmp_path / "empty"
     empty.mkdir()
     result = kdump("restore", str(empty))

@@ -262,6 +262,18 @@ def _low(h: BatchHeader) -> int:
     return h.base_offset if h.base_offset is not None else h.last_offset
 
 
+def _wrapper_offset_wrong(t: BatchHeader, new_offset: int) -> bool:
+    """Whether a compressed legacy wrapper `t` (undamaged) breaks the format's offset rule once its
+    offset reads `new_offset`: v0's must be its last inner message's (absolute) offset, which the
+    undamaged wrapper's offset is; v1's, unless 0, must not be below its last inner relative offset
+    (the broker writes 0..n-1, so n-1)."""
+    if t.magic == 2 or not t.compression or t.base_offset is None:
+        return False
+    if t.magic == 0:
+        return new_offset != t.last_offset
+    return new_offset != 0 and new_offset < t.last_offset - t.base_offset
+
+
 def _min_length(magic: int) -> int:
     return {2: 49, 1: 22}.get(magic, 14)
 
@@ -467,6 +479,8 @@ def _flip_expect(
         assert h.crc_ok
         low, base, last = _low(h), h.base_offset, h.last_offset
         found = [(c, p) for c in model.at(h, low, base, last, prev_last, prev is None)]
+        if _wrapper_offset_wrong(t, last):
+            found.append(("wrapper-offset-mismatch", p))
         if nxt is not None:
             found += [
                 (c, nxt.position)
@@ -731,7 +745,8 @@ ROWS: dict[str, tuple[str, str]] = {
     "v2|recordsCount": ("v2 `recordsCount` (57-60)", _CRC),
     "legacy|offset": (
         "v0/v1 `offset` (0-7)",
-        _VALID + _OFFSETS + " (a legacy message has no base offset, so a raised one is no gap)",
+        _VALID + _OFFSETS + " (a legacy message has no base offset, so a raised one is no gap); "
+        "`wrapper-offset-mismatch` at a compressed wrapper whose offset no longer names its last inner message",
     ),
     "legacy|length": ("v0/v1 `length` (8-11)", _LENGTH),
     "legacy|crc": ("v0/v1 `crc` (12-15)", _CRC),

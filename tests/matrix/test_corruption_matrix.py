@@ -101,4 +101,7 @@ def test_v0_wrapper_offset_below_the_segment_base() -> None:
     wrapper = bytearray(build_legacy_entry(100, recs, magic=0, codec=Codec.GZIP))
     struct.pack_into(">q", wrapper, 0, 7)  # the wrapper's offset falls to 7; its inner messages say 100..102
     findings = [e for e in scan_log(bytes(wrapper), base_offset=100) if isinstance(e, Finding)]
-    assert [(f.code, f.position, f.offset) for f in findings] == [("offset-below-base", 0, 7)]
+    assert [(f.code, f.position, f.offset) for f in findings] == [
+        ("offset-below-base", 0, 7),
+        ("wrapper-offset-mismatch", 0, 7),  # 7 is not its last inner message's offset, 102
+    ]

@@ -296,7 +296,7 @@ def test_trim_refuses_while_another_process_holds_the_log_dir_lock(corpus_root: 
         assert "stop the broker" in result.stderr
         backup = tmp_path / "some-backup"
         assert run_kdump("trim-tail", "--apply", "--to-offset", "560", str(part)).returncode == 4
-        assert run_kdump("restore", str(backup)).returncode == 2  # the backup dir does not exist
+        assert run_kdump("restore", str(backup)).returncode == 3  # the backup dir does not exist
     assert tree_state(tmp_path) == before
     assert run_kdump("trim-tail", "--apply", str(part)).returncode == 0
 
