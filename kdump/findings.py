@@ -383,6 +383,28 @@ _KINDS = [
         "The broker fails to load the log dir.",
         None,
     ),
+    # --- broker tarballs (a log dir read in place from a .tar, .tar.gz or .tar.zst) -------------
+    FindingKind(
+        "archive-damaged",
+        Severity.ERROR,
+        "archive",
+        "A tarball of a log dir that cannot be read to its end-of-archive marker: it was cut short, "
+        "a member header does not decode, or its compressed stream is corrupt. The members before "
+        "the damage are read and checked; whatever came after it is missing from the results.",
+        "Not applicable: a broker reads only unpacked log dirs; unpacking this archive would lose "
+        "the same members.",
+        None,
+    ),
+    FindingKind(
+        "archive-member-truncated",
+        Severity.ERROR,
+        "archive",
+        "A member of a tarball whose bytes end before the size its header declares (the archive was "
+        "cut inside it). kdump checks the bytes present, so a segment usually also shows a partial "
+        "trailing batch where the archive ends.",
+        "Not applicable: unpacked, the file would be just as short, and recovery would truncate it.",
+        None,
+    ),
 ]
 
 CATALOG: dict[str, FindingKind] = {k.code: k for k in _KINDS}

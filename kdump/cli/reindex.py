@@ -10,13 +10,13 @@ import click
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import discover_all, format_option, progress_bar, resolve_format
-from kdump.cli.repair import check_backup_dir, interval_options, repair_options, write_rows
+from kdump.cli.repair import LocalPath, check_backup_dir, interval_options, repair_options, write_rows
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, ReindexPlan, apply_reindex, plan_reindex
 from kdump.ops.topic_config import IntervalResolver
 
 
 @click.command("reindex")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=LocalPath())
 @repair_options
 @interval_options
 @format_option

@@ -9,12 +9,13 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
+from kdump.cli.repair import LocalPath
 from kdump.model.log_dir import discover
 from kdump.ops.safety import MANIFEST, log_dir_lock, restore
 
 
 @click.command("restore")
-@click.argument("backup_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("backup_dir", type=LocalPath(exists=True, file_okay=False, path_type=Path))
 def restore_command(backup_dir: Path) -> None:
     """Undo a reindex or trim-tail --apply from its backup directory.
 

@@ -7,13 +7,14 @@ partition directories, `meta.properties` and the checkpoint files). Kafka holds 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdump.errors import PathError
 from kdump.formats.filenames import parse_partition_dir_name, parse_segment_file_name
 from kdump.model.partition import PartitionDir
+from kdump.store.locations import is_stored
+from kdump.store.queries import as_path, can_list, exists, listdir
 
 LOG_DIR_FILES = (
     "meta.properties",
@@ -40,7 +41,7 @@ class LogDir:
         """List a log dir's partition directories and files."""
         log_dir = cls(path)
         try:
-            names = sorted(os.listdir(path))
+            names = sorted(listdir(path))
         except OSError as exc:
             raise PathError(f"cannot list {path}: {exc.strerror or exc}") from exc
         for name in names:
@@ -57,7 +58,7 @@ def looks_like_partition_dir(path: Path) -> bool:
     if parse_partition_dir_name(path.name) is not None:
         return True
     try:
-        return any(parse_segment_file_name(n) is not None for n in os.listdir(path))
+        return any(parse_segment_file_name(n) is not None for n in listdir(path))
     except OSError:
         return False
 
@@ -65,7 +66,7 @@ def looks_like_partition_dir(path: Path) -> bool:
 def looks_like_log_dir(path: Path) -> bool:
     """A directory holding partition directories or log-dir-level files."""
     try:
-        names = os.listdir(path)
+        names = listdir(path)
     except OSError:
         return False
     if any(n in LOG_DIR_FILES for n in names):
@@ -97,13 +98,14 @@ def discover(given: str) -> Target:
     Raises:
         PathError: it does not exist or cannot be read.
     """
-    path = Path(given)
-    if not os.path.exists(path):
+    # URLs and tarballs are listed once here; their paths answer from that listing (kdump.store).
+    path = as_path(given) if is_stored(given) else Path(given)
+    if not exists(path):
         raise PathError(f"{given}: no such file or directory")
     if path.is_file():
         parent = path.resolve().parent
         return Target(given, path, "file", _holding_log_dir(parent))
-    if not os.access(path, os.R_OK | os.X_OK):
+    if not can_list(path):
         raise PathError(f"{given}: permission denied")
     if looks_like_partition_dir(path) and not looks_like_log_dir(path):
         return Target(given, path, "partition", _holding_log_dir(path.resolve()))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdump.errors import PathError
 from kdump.formats.filenames import parse_partition_dir_name, parse_segment_file_name
 from kdump.model.segment import Segment
+from kdump.store.queries import listdir
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
@@ -51,7 +51,7 @@ class PartitionDir:
         parsed = parse_partition_dir_name(path.name)
         part = cls(path, parsed.topic if parsed else None, parsed.partition if parsed else None)
         try:
-            names = sorted(os.listdir(path))
+            names = sorted(listdir(path))
         except OSError as exc:
             raise PathError(f"cannot list {path}: {exc.strerror or exc}") from exc
         found: dict[int, dict[str, Path]] = {}

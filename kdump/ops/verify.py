@@ -25,6 +25,7 @@ from kdump.ops.files import file_kind, segment_base_offset
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.scan.index_checks import check_txn_index
 from kdump.scan.source import read_small_file
+from kdump.store.queries import listing_findings
 
 # Below this much log data a process pool costs more than it saves.
 PARALLEL_THRESHOLD_BYTES = 16 << 20
@@ -71,6 +72,10 @@ def verify_targets(
     """Verify every target; yields one report per partition (or per file given alone), in order."""
     units: list[tuple[str, str, Path, PartitionDir | None, list[Segment]]] = []
     for target in targets:
+        # What listing a stored tree found wrong (a damaged tarball) is a report of its own, first.
+        damage = listing_findings(target.path)
+        if damage:
+            yield PartitionReport(target.given, "file", damage)
         if target.kind == "file":
             units.append((target.given, "file", target.path, None, segments_of_file(target.path)))
             continue
@@ -120,7 +125,7 @@ def _check_one(args: tuple[Segment, bool, int | None, bool]) -> SegmentResult:
 
 def _segment_size(s: Segment) -> int:
     try:
-        return os.path.getsize(s.log) if s.log is not None else 0
+        return s.log.stat().st_size if s.log is not None else 0
     except OSError:
         return 0
 

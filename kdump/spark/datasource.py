@@ -49,7 +49,6 @@ import gc
 import json
 import logging
 import math
-import os
 import sys
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -88,6 +87,7 @@ from kdump.ops.verify import file_report, partition_report, segments_of_file
 from kdump.render.rows import codec_label
 from kdump.scan.log_scanner import decode_batch_records, find_next_entry, plausible_entry_at, scan_log
 from kdump.scan.source import open_buffer
+from kdump.spark.ranged import open_slice_buffer, open_split_buffer
 from kdump.spark.schema import (
     BATCH_COLUMNS,
     FINDING_COLUMNS,
@@ -98,6 +98,7 @@ from kdump.spark.schema import (
     finding_rows,
     headers_arrow_type,
 )
+from kdump.store.queries import as_path, exists
 
 __all__ = [
     "KdumpDataSource",
@@ -432,7 +433,7 @@ def _resolve(paths: Sequence[str]) -> list[Target | tuple[str, str]]:
     """Classify each path; a path that exists but cannot be read becomes (path, error)."""
     out: list[Target | tuple[str, str]] = []
     for p in paths:
-        if not os.path.lexists(p):
+        if not exists(p, follow_symlinks=False):
             raise ValueError(f"kdump: path does not exist: {p}")
         try:
             out.append(discover(p))
@@ -512,7 +513,7 @@ def split_starts(seg: Segment, size: int, split_bytes: int) -> list[tuple[int, i
         return []
     targets = [size * k // n for k in range(1, n)]
     try:
-        with open_buffer(seg.log) as buf:
+        with open_split_buffer(seg, targets) as buf:
             size = len(buf)
             starts = _starts_from_index(buf, seg, targets)
             if starts is None:
@@ -735,7 +736,7 @@ def _readable_batches(
     """Every batch of the slices, with its open buffer; a file that cannot be opened is skipped."""
     for part in slices:
         try:
-            with open_buffer(part.log) as buf:
+            with open_slice_buffer(part.log, part.start, part.end) as buf:
                 for h in _scan_slice(buf, part):
                     yield part, buf, h
         except PathError as exc:
@@ -811,7 +812,7 @@ def read_findings(unit: FindingsUnit, deep: bool) -> Iterator[Any]:
         f = make_finding("unreadable-file", unit.path, unit.error)
         rows = finding_rows([f], unit.label, "file")
     elif unit.kind == "file":
-        path = Path(unit.path)
+        path = as_path(unit.path)
         results = [check_segment(s, deep=deep) for s in segments_of_file(path)]
         report = file_report(unit.label, path, results)
         rows = finding_rows(report.findings, report.label, report.kind)

@@ -27,6 +27,7 @@ from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.segment_check import SegmentResult, check_segment
 from kdump.ops.verify import PartitionReport, VerifyOptions, file_report, partition_report, segments_of_file
+from kdump.store.queries import listing_findings
 
 __all__ = ["FleetUnit", "fleet_units", "run_fleet_verify", "write_output"]
 
@@ -145,6 +146,9 @@ def run_fleet_verify(
     finally:
         if created:
             spark.stop()
+    # What listing a stored tree found wrong (a damaged tarball) is reported first, as local verify does.
+    listed = [PartitionReport(t.given, "file", f) for t in targets if (f := listing_findings(t.path))]
+    reports = [*listed, *reports]
     if output is not None:
         write_output(reports, Path(output))
     return reports

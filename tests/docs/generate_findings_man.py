@@ -43,6 +43,10 @@ SECTIONS: dict[str, tuple[str, str]] = {
         "IN THE PARTITION",
         "the partition directory: across its segments, or its snapshot, checkpoint and leftover files",
     ),
+    "archive": (
+        "IN A BROKER TARBALL",
+        "a .tar, .tar.gz or .tar.zst of a log dir read in place, when it is listed",
+    ),
 }
 
 SEVERITY_MEANING = {
