@@ -63,6 +63,15 @@ def interval_options(fn: F) -> F:
     )(fn)
 
 
+class NotLocalError(click.ClickException):
+    """A repair given a stored path: exit 3, as for any path kdump cannot work on."""
+
+    exit_code = 3  # ExitCode.UNREADABLE
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"kdump: {self.message}", err=True)
+
+
 class LocalPath(click.Path):
     """A path argument of a repair: a local file or directory, never a URL or a tarball.
 
@@ -71,7 +80,6 @@ class LocalPath(click.Path):
     """
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from kdump.errors import PathError
         from kdump.store.locations import archive_split, is_url
 
         text = str(value)
@@ -87,7 +95,7 @@ class LocalPath(click.Path):
         )
         if what is not None:
             command = ctx.command_path if ctx is not None else "kdump"
-            raise PathError(
+            raise NotLocalError(
                 f"{command} repairs local files only and {text} is {what}: copy or unpack it to a local "
                 "disk and repair that copy (dump, verify and seek-by-time read it where it is)"
             )
