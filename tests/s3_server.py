@@ -39,6 +39,8 @@ class S3Store:
 
         s3 = pafs.S3FileSystem(endpoint_override=self.endpoint, allow_bucket_creation=True)
         dest = f"{self.bucket}/{prefix}".rstrip("/")
+        if s3.get_file_info(self.bucket).type == pafs.FileType.NotFound:
+            s3.create_dir(self.bucket)
         if local.is_file():
             with local.open("rb") as src, s3.open_output_stream(dest) as out:
                 while chunk := src.read(8 << 20):
@@ -118,4 +120,10 @@ def s3_store() -> Iterator[S3Store]:
             proc.kill()
 
 
-_ENV = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_EC2_METADATA_DISABLED")
+_ENV = (
+    "AWS_ENDPOINT_URL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_DEFAULT_REGION",
+    "AWS_EC2_METADATA_DISABLED",
+)

@@ -98,6 +98,7 @@ from kdump.spark.schema import (
     finding_rows,
     headers_arrow_type,
 )
+from kdump.spark.workers import worker_python
 from kdump.store.queries import as_path, exists
 
 __all__ = [
@@ -916,5 +917,6 @@ class KdumpDataSource(DataSource):
 
 
 def register(spark: Any) -> None:
-    """Register the `kdump` format with a SparkSession."""
+    """Register the `kdump` format with a SparkSession (its workers run a Python that has kdump)."""
+    worker_python(spark)
     spark.dataSource.register(KdumpDataSource)

@@ -27,6 +27,7 @@ from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.segment_check import SegmentResult, check_segment
 from kdump.ops.verify import PartitionReport, VerifyOptions, file_report, partition_report, segments_of_file
+from kdump.spark.workers import worker_python
 from kdump.store.queries import listing_findings
 
 __all__ = ["FleetUnit", "fleet_units", "run_fleet_verify", "write_output"]
@@ -132,6 +133,7 @@ def spark_session(master: str | None) -> tuple[Any, bool]:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    worker_python(spark)
     return spark, True
 
 

@@ -18,7 +18,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
-from kdump.errors import PathError
+from kdump.errors import NotFoundError, PathError
 from kdump.findings import Finding, make_finding
 from kdump.store.entries import Entry, EntryKind, Tree
 from kdump.store.locations import compression_of
@@ -379,5 +379,5 @@ def open_member(archive: str, name: str) -> MemberReader:
     index = archive_index(archive)
     member = index.members.get(name.strip("/"))
     if member is None or member.kind != "file":
-        raise PathError(f"{archive}/{name}: no such file in the archive")
+        raise NotFoundError(f"{archive}/{name}: no such file or directory in the archive")
     return MemberReader(index, member)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kdump.errors import PathError
+from kdump.errors import NotFoundError
 from kdump.findings import Finding
 from kdump.formats.filenames import parse_partition_dir_name
 from kdump.store.locations import archive_split, is_stored
@@ -37,9 +37,10 @@ def exists(path: str | Path, *, follow_symlinks: bool = True) -> bool:
     if isinstance(path, StoredPath):
         return path.exists()
     if isinstance(path, str) and is_stored(path):
+        # Only "nothing there" is False: a store that refuses (credentials, endpoint) says why.
         try:
             return as_path(path).exists()
-        except PathError:
+        except NotFoundError:
             return False
     return os.path.exists(path) if follow_symlinks else os.path.lexists(path)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from kdump.errors import PathError
+from kdump.errors import NotFoundError, PathError
 from kdump.store.entries import Entry, EntryKind
 
 _FILESYSTEMS: dict[str, Any] = {}
@@ -73,7 +73,7 @@ def list_remote(url: str) -> list[Entry]:
     try:
         info = fs.get_file_info(path)
         if info.type == pafs.FileType.NotFound:
-            raise PathError(f"{url}: no such file or directory")
+            raise NotFoundError(f"{url}: no such file or directory")
         if info.type == pafs.FileType.File:
             return [Entry(root, "file", int(info.size or 0), True, int(info.mtime_ns or 0))]
         infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from corpus import CORPUS_DIRS
 
 
@@ -38,7 +37,7 @@ def test_verify_on_s3_equals_local(kdump: Any, uploaded: tuple[Path, str], name:
     rows = [json.loads(line) for line in out.splitlines()]
     assert any(r["type"] == "summary" for r in rows)
     # Findings and rows name the remote path as given.
-    assert all(r["file"].startswith(f"{url}/{name}") for r in rows if "file" in r and r["file"])
+    assert all(r["file"].startswith(f"{url}/{name}") for r in rows if r.get("file"))
 
 
 def test_verify_deep_on_s3_equals_local(kdump: Any, uploaded: tuple[Path, str]) -> None:
@@ -82,7 +81,14 @@ def test_seek_on_s3_equals_local(kdump: Any, uploaded: tuple[Path, str], when: s
             # time; an object store keeps the upload's time instead: only that may differ.
             assert b["used_mtime"]
             for row in (a, b):
-                for key in ("segment_largest_timestamp", "notes", "offset", "timestamp", "segment", "position"):
+                for key in (
+                    "segment_largest_timestamp",
+                    "notes",
+                    "offset",
+                    "timestamp",
+                    "segment",
+                    "position",
+                ):
                     row.pop(key, None)
         assert a == b
 
@@ -110,5 +116,6 @@ def test_coverage_counts_bytes_present(kdump: Any, uploaded: tuple[Path, str]) -
     here = [json.loads(x) for x in kdump("verify", "--format", "json", str(local / name)).stdout.splitlines()]
     there = [json.loads(x) for x in kdump("verify", "--format", "json", f"{url}/{name}").stdout.splitlines()]
     pick = [(r["size"], r["valid_bytes"]) for r in here if r["type"] == "summary" and r["file"]]
-    assert pick and pick == [(r["size"], r["valid_bytes"]) for r in there if r["type"] == "summary" and r["file"]]
+    assert pick
+    assert pick == [(r["size"], r["valid_bytes"]) for r in there if r["type"] == "summary" and r["file"]]
     assert any(size for size, _ in pick)
