@@ -12,6 +12,7 @@ stops it after the run. Tests using it skip, saying why, when it cannot start.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -71,12 +72,20 @@ def _why_not() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def s3_store() -> Iterator[S3Store]:
-    """moto's S3 server on a free local port, with the environment pointed at it."""
+class ServerUnavailable(Exception):
+    """The S3 server could not be started here (the reason is the message)."""
+
+
+@contextlib.contextmanager
+def running_server() -> Iterator[S3Store]:
+    """moto's S3 server on a free local port, with the AWS environment pointed at it, then stopped.
+
+    Raises:
+        ServerUnavailable: it is not installed, exits at start, or does not answer within 30 s.
+    """
     reason = _why_not()
     if reason:
-        pytest.skip(reason)
+        raise ServerUnavailable(reason)
     port = _free_port()
     endpoint = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(
@@ -84,19 +93,19 @@ def s3_store() -> Iterator[S3Store]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    saved = {k: os.environ.get(k) for k in _ENV}
     try:
         deadline = time.monotonic() + 30
         while True:
             if proc.poll() is not None:
-                pytest.skip(f"the S3 server (moto) exited at start with status {proc.returncode}")
+                raise ServerUnavailable(f"the S3 server (moto) exited at start with status {proc.returncode}")
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    pytest.skip("the S3 server (moto) did not answer within 30 s")
+                    raise ServerUnavailable("the S3 server (moto) did not answer within 30 s") from None
                 time.sleep(0.1)
-        saved = {k: os.environ.get(k) for k in _ENV}
         os.environ.update(
             AWS_ENDPOINT_URL=endpoint,
             AWS_ACCESS_KEY_ID="kdump-test",
@@ -104,20 +113,32 @@ def s3_store() -> Iterator[S3Store]:
             AWS_DEFAULT_REGION="us-east-1",
             AWS_EC2_METADATA_DISABLED="true",
         )
-        try:
-            yield S3Store(endpoint, BUCKET)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        yield S3Store(endpoint, BUCKET)
     finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def s3_store() -> Iterator[S3Store]:
+    """A running S3 server for the session; tests using it skip, saying why, when it cannot start."""
+    try:
+        server = running_server()
+        store = server.__enter__()
+    except ServerUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        yield store
+    finally:
+        server.__exit__(None, None, None)
 
 
 _ENV = (

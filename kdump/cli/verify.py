@@ -68,7 +68,9 @@ def verify_command(
     """Check segments, indexes and partition state; exit 1 when damage is found.
 
     PATH may be a segment file, a partition directory or a whole log dir; partitions are checked
-    in parallel. Nothing is ever written (except the --junit report you ask for).
+    in parallel. Nothing is ever written (except the --junit report you ask for). A PATH may also
+    be an object store URL (s3://bucket/logs, credentials from the AWS environment) or a tarball
+    of a log dir (.tar, .tar.gz, .tar.zst), read where it is.
 
     \b
     Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage error, 3 a path could not be read.

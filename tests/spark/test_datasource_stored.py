@@ -54,8 +54,9 @@ def _workers_see_the_store(spark: Any) -> None:
     register(spark)
 
 
-def _rows(spark: Any, path: str, level: str, where: str | None, prefix: str) -> list[str]:
-    df = spark.read.format("kdump").option("level", level).option("splitBytes", "4096").load(path)
+def _rows(spark: Any, root: str, level: str, where: str | None, prefix: str) -> list[str]:
+    paths = [f"{root}/{name}" for name in CORPUS_DIRS]
+    df = spark.read.format("kdump").option("level", level).option("splitBytes", "4096").load(paths)
     if where:
         df = df.where(where)
     out = []
@@ -97,7 +98,7 @@ def test_fleet_verify_on_store_equals_local(spark: Any, stored: tuple[Path, str]
     opts = VerifyOptions()
 
     def rows(path: str, prefix: str) -> list[Any]:
-        reports = run_fleet_verify([discover(path)], opts)
+        reports = run_fleet_verify([discover(f"{path}/{name}") for name in CORPUS_DIRS], opts)
         return [
             (r.label.replace(prefix, "LOC"), r.size, r.valid_bytes, r.batches, r.records) for r in reports
         ] + [
