@@ -43,7 +43,7 @@ class S3Store:
         if s3.get_file_info(self.bucket).type == pafs.FileType.NotFound:
             s3.create_dir(self.bucket)
         if local.is_file():
-            with local.open("rb") as src, s3.open_output_stream(dest) as out:
+            with local.open("rb") as src, s3.open_output_stream(dest, compression=None) as out:
                 while chunk := src.read(8 << 20):
                     out.write(chunk)
         else:
