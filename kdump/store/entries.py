@@ -65,6 +65,8 @@ class Tree:
         path = entry.path.rstrip("/")
         if path == self.root or not self.holds(path):
             return
+        if path in self.children and entry.kind != "dir":
+            return  # an object store may hold both `a` and `a/b`: the directory wins, as on a disk
         self.entries[path] = Entry(path, entry.kind, entry.size, entry.readable, entry.mtime_ns)
         child = path
         while child != self.root:
@@ -74,7 +76,7 @@ class Tree:
             if name in names:
                 break  # linked before, and so is everything above it
             names.append(name)
-            if parent not in self.entries:
+            if parent not in self.entries or self.entries[parent].kind != "dir":
                 self.entries[parent] = Entry(parent, "dir")
             child = parent
 
