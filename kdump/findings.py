@@ -433,8 +433,14 @@ class Finding:
         template = CATALOG[self.code].repair
         if template is None:
             return None
-        partition = str(Path(self.file).parent)
-        command = template.replace("PARTITION", shlex.quote(partition))
+        from kdump.store.locations import is_stored
+
+        if is_stored(self.file):
+            # Repairs work on local files only: name the copy to repair, keeping the URL whole.
+            where = f"a local copy of {self.file.rsplit('/', 1)[0]}"
+            command = template.replace("PARTITION", where)
+        else:
+            command = template.replace("PARTITION", shlex.quote(str(Path(self.file).parent)))
         if self.offset is not None:
             command = command.replace("OFFSET", str(self.offset))
         return command

@@ -25,7 +25,7 @@ from kdump.ops.files import file_kind, segment_base_offset
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.scan.index_checks import check_txn_index
 from kdump.scan.source import read_small_file
-from kdump.store.queries import listing_findings
+from kdump.store.queries import listing_findings, partition_listing_findings
 
 # Below this much log data a process pool costs more than it saves.
 PARALLEL_THRESHOLD_BYTES = 16 << 20
@@ -73,7 +73,7 @@ def verify_targets(
     units: list[tuple[str, str, Path, PartitionDir | None, list[Segment]]] = []
     for target in targets:
         # What listing a stored tree found wrong (a damaged tarball) is a report of its own, first.
-        damage = listing_findings(target.path)
+        damage = listing_findings(target.path, partitions=[p.path for p in target.partitions()])
         if damage:
             yield PartitionReport(target.given, "file", damage)
         if target.kind == "file":
@@ -210,6 +210,7 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
         )
     for snap in part.snapshots.values():
         f.extend(_check_snapshot(snap))
+    f.extend(partition_listing_findings(part.path))
     if part.partition_metadata is not None:
         f.extend(_check_text_state(part.partition_metadata, "partition-metadata"))
     return report

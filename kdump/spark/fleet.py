@@ -171,7 +171,11 @@ def run_fleet_verify(
         if created:
             spark.stop()
     # What listing a stored tree found wrong (a damaged tarball) is reported first, as local verify does.
-    listed = [PartitionReport(t.given, "file", f) for t in targets if (f := listing_findings(t.path))]
+    listed = [
+        PartitionReport(t.given, "file", f)
+        for t in targets
+        if (f := listing_findings(t.path, partitions=[p.path for p in t.partitions()]))
+    ]
     reports = [*listed, *reports]
     if output is not None:
         write_output(reports, Path(output))

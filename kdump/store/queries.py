@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from kdump.errors import NotFoundError
 from kdump.findings import Finding
 from kdump.formats.filenames import parse_partition_dir_name
+from kdump.store.entries import parent_of
 from kdump.store.locations import archive_split, is_stored
 from kdump.store.paths import StoredPath, stored_path
 
@@ -63,9 +65,22 @@ def can_list(path: Path) -> bool:
     return os.access(path, os.R_OK | os.X_OK)
 
 
-def listing_findings(path: Path) -> list[Finding]:
-    """What listing the tree holding this path found wrong (a damaged or truncated archive)."""
+def listing_findings(path: Path, *, partitions: Iterable[Path] = ()) -> list[Finding]:
+    """What listing the tree holding this path found wrong (a damaged or truncated archive),
+    leaving out the findings of files directly in `partitions` (their reports carry them)."""
     if not isinstance(path, StoredPath):
         return []
     tree = path.tree()
-    return list(tree.findings) if tree is not None and tree.holds(str(path)) else []
+    if tree is None or not tree.holds(str(path)):
+        return []
+    skip = {str(p) for p in partitions}
+    return [f for f in tree.findings if parent_of(f.file) not in skip]
+
+
+def partition_listing_findings(partition: Path) -> list[Finding]:
+    """The listing's findings about files directly in this partition directory (a member of a
+    tarball cut short), so its report is not "ok" when its files are not whole."""
+    if not isinstance(partition, StoredPath):
+        return []
+    tree = partition.tree()
+    return [f for f in tree.findings if parent_of(f.file) == str(partition)] if tree is not None else []
