@@ -66,3 +66,7 @@ class LogDirLockedError(KdumpError, PermissionError):
 
 class RefusedError(KdumpError):
     """A repair that kdump refuses to carry out (exit code 4)."""
+
+
+class NotFoundError(PathError, FileNotFoundError):
+    """Nothing at a path (a stored location whose listing holds no such entry; exit code 3)."""

@@ -489,6 +489,28 @@ _KINDS = [
         "-",
         None,
     ),
+    # --- broker tarballs (a log dir read in place from a .tar, .tar.gz or .tar.zst) -------------
+    FindingKind(
+        "archive-damaged",
+        Severity.ERROR,
+        "archive",
+        "A tarball of a log dir that cannot be read to its end-of-archive marker: it was cut short, "
+        "a member header does not decode, or its compressed stream is corrupt. The members before "
+        "the damage are read and checked; whatever came after it is missing from the results.",
+        "Not applicable: a broker reads only unpacked log dirs; unpacking this archive would lose "
+        "the same members.",
+        None,
+    ),
+    FindingKind(
+        "archive-member-truncated",
+        Severity.ERROR,
+        "archive",
+        "A member of a tarball whose bytes end before the size its header declares (the archive was "
+        "cut inside it). kdump checks the bytes present, so a segment usually also shows a partial "
+        "trailing batch where the archive ends.",
+        "Not applicable: unpacked, the file would be just as short, and recovery would truncate it.",
+        None,
+    ),
 ]
 
 CATALOG: dict[str, FindingKind] = {k.code: k for k in _KINDS}
@@ -517,8 +539,14 @@ class Finding:
         template = CATALOG[self.code].repair
         if template is None:
             return None
-        partition = str(Path(self.file).parent)
-        command = template.replace("PARTITION", shlex.quote(partition))
+        from kdump.store.locations import is_stored
+
+        if is_stored(self.file):
+            # Repairs work on local files only: name the copy to repair, keeping the URL whole.
+            where = f"a local copy of {self.file.rsplit('/', 1)[0]}"
+            command = template.replace("PARTITION", where)
+        else:
+            command = template.replace("PARTITION", shlex.quote(str(Path(self.file).parent)))
         if self.offset is not None:
             command = command.replace("OFFSET", str(self.offset))
         return command

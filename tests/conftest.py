@@ -63,3 +63,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     if full_corpus_available():
         return "kdump corpus: full ../shared/corpus"
     return "kdump corpus: bundled subset only (tests needing the full corpus will skip)"
+
+
+# A real S3 server (moto's) for the storage layer and the Spark source on s3:// paths.
+from s3_server import s3_store  # noqa: E402, F401

@@ -85,7 +85,8 @@ def dump_command(
     PATH may be a file (.log .index .timeindex .txnindex .snapshot, checkpoints and their
     .deleted/.cleaned/.swap variants): each is decoded by its kind. A partition directory or a
     whole log dir dumps the .log segments in offset order (name other files to dump them).
-    Findings appear where they occur. Nothing is ever written.
+    Findings appear where they occur. Nothing is ever written. PATH may be an object store URL
+    (s3://...) or lie in a tarball of a log dir (.tar, .tar.gz, .tar.zst), read where it is.
 
     \b
     Examples:

@@ -17,13 +17,13 @@ from kdump.cli.output import (
     resolve_format,
     say_problems,
 )
-from kdump.cli.repair import check_backup_dir, interval_options, repair_options, write_rows
+from kdump.cli.repair import LocalPath, check_backup_dir, interval_options, repair_options, write_rows
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, ReindexPlan, apply_reindex, plan_reindex
 from kdump.ops.topic_config import IntervalResolver
 
 
 @click.command("reindex")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))
+@click.argument("paths", nargs=-1, required=True, type=LocalPath(readable=False))
 @repair_options
 @interval_options
 @click.option(

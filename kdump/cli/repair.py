@@ -74,3 +74,42 @@ def interval_options(fn: F) -> F:
         help="The topic's index.interval.bytes: bytes of log between offset index entries. Default: the "
         "topic's own setting from the KRaft metadata log when one is at hand, else the broker default 4096.",
     )(fn)
+
+
+class NotLocalError(click.ClickException):
+    """A repair given a stored path: exit 3, as for any path kdump cannot work on."""
+
+    exit_code = 3  # ExitCode.UNREADABLE
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"kdump: {self.message}", err=True)
+
+
+class LocalPath(click.Path):
+    """A path argument of a repair: a local file or directory, never a URL or a tarball.
+
+    Repairs write beside the files they fix, with backups, fsync and renames that only a local
+    filesystem offers; a stored copy is refused with exit 3 before anything else happens.
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from kdump.store.locations import archive_split, is_url
+
+        text = str(value)
+        split = archive_split(text)
+        what = (
+            "a URL"
+            if is_url(text)
+            else None
+            if split is None
+            else "inside a tarball"
+            if split[1]
+            else "a tarball"
+        )
+        if what is not None:
+            command = ctx.command_path if ctx is not None else "kdump"
+            raise NotLocalError(
+                f"{command} repairs local files only and {text} is {what}: copy or unpack it to a local "
+                "disk and repair that copy (dump, verify and seek-by-time read it where it is)"
+            )
+        return super().convert(value, param, ctx)

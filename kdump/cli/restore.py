@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
+from kdump.cli.repair import LocalPath
 from kdump.model.log_dir import discover
 from kdump.ops.safety import MANIFEST, log_dir_lock, restore
 
@@ -16,7 +17,7 @@ from kdump.ops.safety import MANIFEST, log_dir_lock, restore
 @click.command("restore")
 # Not `exists=True`: a missing or unreadable backup is a path that cannot be read (exit 3), not a usage
 # error (2); reading its manifest below says which.
-@click.argument("backup_dir", type=click.Path(path_type=Path))
+@click.argument("backup_dir", type=LocalPath(path_type=Path))
 def restore_command(backup_dir: Path) -> None:
     """Undo a reindex or trim-tail --apply from its backup directory.
 

@@ -92,7 +92,7 @@ def seek_command(time_text: str, paths: tuple[str, ...], log_dir: str | None, fm
     end offset and high watermark), max-timestamp. PATH is a partition directory, several of them,
     or a whole log dir (one answer per partition). Indexes are checked against the log before they
     are trusted; a damaged or missing index falls back to scanning and is reported. Nothing is ever
-    written.
+    written. PATH may be an object store URL (s3://...) or lie in a tarball of a log dir.
 
     \b
     Exit codes: 0 every partition answered (none is an answer), 2 usage error, 3 a path could not be read.

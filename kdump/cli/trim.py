@@ -9,13 +9,13 @@ import click
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import discover_all, format_option, resolve_format, say_problems
-from kdump.cli.repair import check_backup_dir, interval_options, repair_options, write_rows
+from kdump.cli.repair import LocalPath, check_backup_dir, interval_options, repair_options, write_rows
 from kdump.ops.topic_config import IntervalResolver
 from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
 
 
 @click.command("trim-tail")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))
+@click.argument("paths", nargs=-1, required=True, type=LocalPath(readable=False))
 @repair_options
 @click.option(
     "--to-offset", type=click.IntRange(min=0), help="Truncate the partition so this offset and later go."

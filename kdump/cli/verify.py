@@ -88,6 +88,8 @@ def verify_command(
     accounted for: what kdump cannot read or does not recognise is a finding, and every summary
     says how many log bytes were checked of how many there were. A path that holds nothing to
     check fails. Nothing is ever written (except the --junit report you ask for).
+    A PATH may also be an object store URL (s3://bucket/logs, credentials from the AWS
+    environment) or a tarball of a log dir (.tar, .tar.gz, .tar.zst), read where it is.
 
     \b
     Exit codes: 0 clean, 1 findings at or above --fail-on (an unrecognised entry, nothing to

@@ -30,8 +30,10 @@ from typing import Protocol, runtime_checkable
 
 from kdump.errors import PathError
 from kdump.scan.source import open_buffer
+from kdump.store.locations import is_stored
+from kdump.store.readers import open_reader
 
-__all__ = ["ByteSource", "InMemory", "MappedFile", "SourceOpener", "open_local"]
+__all__ = ["ByteSource", "InMemory", "MappedFile", "RangedSource", "SourceOpener", "open_local"]
 
 
 @runtime_checkable
@@ -153,6 +155,51 @@ class InMemory:
         self.close()
 
 
+class RangedSource:
+    """A stored file (at a URL, or a tarball's member) read by ranges: a lookup fetches only the
+    bytes it asks for; `buffer()` fetches the whole file, once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._reader = open_reader(str(path))
+        self._whole: memoryview | None = None
+        try:
+            st = path.stat()
+        except OSError as exc:
+            raise PathError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        self._size = st.st_size
+        self._mtime_ms = st.st_mtime_ns // 1_000_000
+
+    @property
+    def label(self) -> str:
+        return str(self.path)
+
+    def buffer(self) -> memoryview:
+        if self._whole is None:
+            self._whole = memoryview(self._reader.read(0, self._size))
+        return self._whole
+
+    def size(self) -> int:
+        return self._size
+
+    def read(self, position: int, length: int) -> memoryview | bytes:
+        if self._whole is not None:
+            start = max(0, min(position, self._size))
+            return self._whole[start : max(start, min(self._size, position + length))]
+        end = min(self._size, position + length)
+        return self._reader.read(position, end - position) if end > position >= 0 else b""
+
+    def modified_ms(self) -> int:
+        return self._mtime_ms
+
+    def close(self) -> None:
+        self._whole = None
+        self._reader.close()
+
+
 def open_local(path: Path) -> ByteSource:
-    """The default `SourceOpener`: a local file, mapped on first use."""
+    """The default `SourceOpener`: a local file, mapped on first use; a stored one (a URL, a
+    tarball's member), read by ranges."""
+    if is_stored(path):
+        return RangedSource(path)
     return MappedFile(path)

@@ -34,6 +34,8 @@ from kdump.formats.filenames import (
     TMP_SUFFIX,
     parse_segment_file_name,
 )
+from kdump.store.paths import StoredPath
+from kdump.store.queries import listdir
 
 
 class FileType(StrEnum):
@@ -85,6 +87,8 @@ def probe(path: Path) -> Probe:
 
 def readable(p: Probe) -> str | None:
     """None when a regular file opens for reading, else why not (root reads anything; others may not)."""
+    if isinstance(p.path, StoredPath):
+        return None  # listed by its store, and read by ranges from there
     try:
         fd = os.open(p.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
@@ -96,7 +100,7 @@ def readable(p: Probe) -> str | None:
 def list_dir(path: Path) -> list[str] | str:
     """A directory's entry names, sorted; or why it cannot be listed."""
     try:
-        return sorted(os.listdir(path))
+        return sorted(listdir(path))
     except OSError as exc:
         return exc.strerror or str(exc)
 

@@ -29,6 +29,8 @@ from kdump.model.entries import (
 )
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment, base_offset_from_content
+from kdump.store.locations import is_stored
+from kdump.store.queries import as_path, can_list
 
 LOCK_FILE = ".lock"
 # How deep below a given directory log dirs are looked for (copies/<dc>/<broker>/ is two levels).
@@ -176,7 +178,8 @@ def discover(given: str, *, unknown: Severity = Severity.ERROR) -> Target:
     Raises:
         PathError: it does not exist or cannot be read.
     """
-    path = Path(given)
+    # URLs and tarballs are listed once here; their paths answer from that listing (kdump.store).
+    path = as_path(given) if is_stored(given) else Path(given)
     pr = probe(path)
     if pr.type == FileType.MISSING:
         raise PathError(f"{given}: no such file or directory")
@@ -188,7 +191,7 @@ def discover(given: str, *, unknown: Severity = Severity.ERROR) -> Target:
     if pr.type != FileType.DIR:
         problems = entry_findings(pr, "a Kafka file or directory")
         return Target(given, path, "file", None, tuple(problems), note=f"a {pr.type.value}")
-    if not os.access(path, os.R_OK | os.X_OK) or isinstance(list_dir(path), str):
+    if not can_list(path) or isinstance(list_dir(path), str):
         raise PathError(f"{given}: permission denied")
     return _dir_target(given, path, unknown, 0)
 

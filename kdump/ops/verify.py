@@ -25,6 +25,7 @@ from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_se
 from kdump.ops.state_checks import TEXT_DECODERS, check_snapshot, check_text_state
 from kdump.scan.index_checks import check_txn_index
 from kdump.scan.source import read_small_file
+from kdump.store.queries import listing_findings, partition_listing_findings
 
 # Below this much log data a process pool costs more than it saves.
 PARALLEL_THRESHOLD_BYTES = 16 << 20
@@ -120,6 +121,12 @@ def verify_targets(
 ) -> Iterator[PartitionReport]:
     """Verify every target; yields one report per partition (or per file given alone), in order,
     then one per log dir (and directory of log dirs) rolling up the partitions under it."""
+    targets = list(targets)
+    for target in targets:
+        # What listing a stored tree found wrong (a damaged tarball) is a report of its own, first.
+        damage = listing_findings(target.path, partitions=[p.path for p in target.partitions()])
+        if damage:
+            yield PartitionReport(target.given, "file", damage)
     plans = plan_verify(targets)
     all_segments = [s for _, units in plans for *_, segs in units for s in segs]
     results = iter(check_segments(all_segments, options, progress))
@@ -186,7 +193,7 @@ def _rollup(
     children: list[PartitionReport | None],
     options: VerifyOptions,
 ) -> PartitionReport:
-    report = PartitionReport(target.given, target.kind, list(target.problems), taken_as=target.taken_as())
+    report = PartitionReport(str(target.path), target.kind, list(target.problems), taken_as=target.taken_as())
     if target.kind == "log-dir":
         report.findings.extend(_check_log_dir_files(target))
     parts = [r for r in leaves if r.kind == "partition"] + [c for c in children if c is not None]
@@ -253,7 +260,7 @@ def _check_one(args: tuple[Segment, bool, int | None, bool, bool]) -> SegmentRes
 
 def _segment_size(s: Segment) -> int:
     try:
-        return os.path.getsize(s.log) if s.log is not None else 0
+        return s.log.stat().st_size if s.log is not None else 0
     except OSError:
         return 0
 
@@ -348,6 +355,7 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
         )
     for snap in part.snapshots.values():
         f.extend(check_snapshot(snap))
+    f.extend(partition_listing_findings(part.path))
     if part.partition_metadata is not None:
         f.extend(check_text_state(part.partition_metadata, "partition-metadata"))
     return report

@@ -36,6 +36,7 @@ from kdump.render import fast_lines
 from kdump.scan.events import ScanSummary
 from kdump.scan.log_scanner import decode_batch_records
 from kdump.scan.source import open_buffer
+from kdump.store.queries import as_path
 
 CHUNK_BYTES = 1 << 20
 
@@ -77,7 +78,7 @@ def _work_fast(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
             parts.append(_render_context(pending, label, fmt, encoding))
             pending.clear()
 
-    with open_buffer(Path(path)) as buf:
+    with open_buffer(as_path(path)) as buf:
         for ev in events:
             if not isinstance(ev, BatchHeader):
                 pending.append(ev)  # a finding of the batch-level scan, counted there
@@ -113,7 +114,7 @@ def _render_context(events: list[DumpEvent], label: str, fmt: str, encoding: str
 
 def _work_reference(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
     path, label, events, options, fmt, encoding, decoder = args
-    expanded = expand_batches(Path(path), events, options, label, decoder)
+    expanded = expand_batches(as_path(path), events, options, label, decoder)
     records = sum(1 for e in expanded if type(e) is Record or type(e) is InternalRecord)
     # Findings of decoding records are new; the batch-level ones were counted by the main scan.
     counts: dict[int, int] = {}

@@ -15,15 +15,25 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kdump.errors import PathError
+from kdump.store.locations import is_stored
 
 
 @contextmanager
 def open_buffer(path: str | os.PathLike[str], max_bytes: int | None = None) -> Iterator[memoryview]:
     """Map `path` read-only and yield a memoryview of it (at most `max_bytes` of its prefix).
 
+    A stored location (a URL, a tarball's member) is read whole into an anonymous mapping instead
+    (`kdump.store.buffers`).
+
     Raises:
         PathError: the file cannot be opened or mapped.
     """
+    if is_stored(path):
+        from kdump.store.buffers import open_stored_buffer
+
+        with open_stored_buffer(os.fspath(path), max_bytes) as stored:
+            yield stored
+        return
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
@@ -57,8 +67,13 @@ def read_small_file(path: str | os.PathLike[str], limit: int = 64 << 20) -> byte
     """Read a small file (checkpoints, snapshots, metadata) whole, refusing absurd sizes."""
     p = Path(path)
     try:
-        with p.open("rb") as fh:
-            data = fh.read(limit + 1)
+        if is_stored(path):
+            from kdump.store.buffers import read_stored_file
+
+            data = read_stored_file(os.fspath(path), limit)
+        else:
+            with p.open("rb") as fh:
+                data = fh.read(limit + 1)
     except OSError as exc:
         raise PathError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if len(data) > limit:

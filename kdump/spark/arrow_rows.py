@@ -10,7 +10,6 @@ import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, chain
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -24,9 +23,9 @@ from kdump.ops.segment_check import check_segment
 from kdump.ops.verify import file_report, partition_report
 from kdump.render.rows import codec_label
 from kdump.scan.log_scanner import decode_batch_records, scan_log
-from kdump.scan.source import open_buffer
 from kdump.spark.options import Bounds
 from kdump.spark.planning import FindingsUnit, SegmentSlice
+from kdump.spark.ranged import open_slice_buffer
 from kdump.spark.schema import (
     BATCH_COLUMNS,
     FINDING_COLUMNS,
@@ -163,7 +162,7 @@ def _readable_batches(
     """Every batch of the slices, with its open buffer; a file that cannot be opened is skipped."""
     for part in slices:
         try:
-            with open_buffer(part.log) as buf:
+            with open_slice_buffer(part.log, part.start, part.end) as buf:
                 for h in _scan_slice(buf, part):
                     yield part, buf, h
         except PathError as exc:
@@ -239,8 +238,7 @@ def read_findings(unit: FindingsUnit, deep: bool) -> Iterator[Any]:
         f = make_finding("unreadable-file", unit.path, unit.error)
         rows = finding_rows([f], unit.label, "file")
     elif unit.kind == "file":
-        path = Path(unit.path)
-        target = dataclasses.replace(discover(str(path)), given=unit.label)
+        target = dataclasses.replace(discover(unit.path), given=unit.label)
         results = [check_segment(s, deep=deep) for s in target.segments]
         report = file_report(target, results)
         rows = finding_rows(report.findings, report.label, report.kind)

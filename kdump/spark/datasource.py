@@ -76,6 +76,7 @@ from kdump.spark.planning import (
     split_starts,
 )
 from kdump.spark.schema import LEVELS, ddl
+from kdump.spark.workers import worker_python
 
 __all__ = [
     "DEFAULT_BATCH_ROWS",
@@ -204,5 +205,6 @@ class KdumpDataSource(DataSource):
 
 
 def register(spark: Any) -> None:
-    """Register the `kdump` format with a SparkSession."""
+    """Register the `kdump` format with a SparkSession (its workers run a Python that has kdump)."""
+    worker_python(spark)
     spark.dataSource.register(KdumpDataSource)

@@ -27,6 +27,9 @@ from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.segment_check import SegmentResult, check_segment
 from kdump.ops.verify import PartitionReport, Plan, VerifyOptions, assemble, plan_verify, unit_report
+from kdump.spark.workers import worker_python
+from kdump.store.locations import archive_split, is_url
+from kdump.store.queries import listing_findings
 
 __all__ = ["FleetUnit", "fleet_units", "run_fleet_verify", "write_output"]
 
@@ -53,11 +56,32 @@ def fleet_units(plans: Plan) -> list[FleetUnit]:
 def _check_tasks(
     tasks: Iterable[tuple[int, int, Segment]], deep: bool, max_bytes: int | None
 ) -> list[tuple[int, tuple[int, Any]]]:
-    """Executor side: check segments; each result keyed by its unit, tagged with its place in the unit."""
-    return [
-        (unit, (index, check_segment(segment, deep=deep, max_bytes=max_bytes)))
-        for unit, index, segment in tasks
-    ]
+    """Executor side: check segments; each result keyed by its unit, tagged with its place in the unit.
+
+    Segments at URLs are checked by a few threads at once: each file costs requests whose latency
+    would otherwise add up one after another (the scanning itself still takes turns).
+    """
+    tasks = list(tasks)
+
+    def check(task: tuple[int, int, Segment]) -> tuple[int, tuple[int, Any]]:
+        unit, index, segment = task
+        return unit, (index, check_segment(segment, deep=deep, max_bytes=max_bytes))
+
+    if len(tasks) > 1 and all(_at_url(t[2]) for t in tasks):
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=URL_THREADS) as pool:
+            return list(pool.map(check, tasks))
+    return [check(t) for t in tasks]
+
+
+# Threads per task for segments at URLs (a compressed tarball's members share one stream: never).
+URL_THREADS = 8
+
+
+def _at_url(segment: Segment) -> bool:
+    location = str(segment.log)
+    return is_url(location) and archive_split(location) is None
 
 
 def _unit_meta(item: tuple[int, _Meta]) -> tuple[int, tuple[int, Any]]:
@@ -129,6 +153,7 @@ def spark_session(master: str | None) -> tuple[Any, bool]:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    worker_python(spark)
     return spark, True
 
 
@@ -149,6 +174,13 @@ def run_fleet_verify(
         if created:
             spark.stop()
     reports = list(assemble(plans, iter(leaves), options))
+    # What listing a stored tree found wrong (a damaged tarball) is reported first, as local verify does.
+    listed = [
+        PartitionReport(t.given, "file", f)
+        for t in targets
+        if (f := listing_findings(t.path, partitions=[p.path for p in t.partitions()]))
+    ]
+    reports = [*listed, *reports]
     if output is not None:
         write_output(reports, Path(output))
     return reports

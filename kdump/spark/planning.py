@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from kdump.model.segment import Segment
 from kdump.model.segment_view import SegmentView
 from kdump.scan.log_scanner import find_next_entry, plausible_entry_at
 from kdump.spark.options import Bounds, ReadOptions
+from kdump.store.queries import exists
 
 __all__ = [
     "FindingsUnit",
@@ -104,7 +104,7 @@ def _resolve(paths: Sequence[str]) -> list[Target | tuple[str, str]]:
     """Classify each path; a path that exists but cannot be read becomes (path, error)."""
     out: list[Target | tuple[str, str]] = []
     for p in paths:
-        if not os.path.lexists(p):
+        if not exists(p, follow_symlinks=False):
             raise ValueError(f"kdump: path does not exist: {p}")
         try:
             out.append(discover(p))

@@ -52,6 +52,10 @@ SECTIONS: dict[str, tuple[str, str]] = {
         "any entry under the paths a command is given: what it is on disk, whether it is recognised, "
         "and whether anything was there to check",
     ),
+    "archive": (
+        "IN A BROKER TARBALL",
+        "a .tar, .tar.gz or .tar.zst of a log dir read in place, when it is listed",
+    ),
 }
 
 SEVERITY_MEANING = {

@@ -1,0 +1,70 @@
+"""Ranged readers: `read(position, length)` over a local file, a URL, or a member of a tarball."""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+from kdump.errors import PathError
+from kdump.store.locations import archive_split, is_url
+
+
+class RangedReader(Protocol):
+    """Bytes by position: what every stored file offers, whatever holds it."""
+
+    location: str
+    size: int
+
+    def read(self, position: int, length: int) -> bytes:
+        """Up to `length` bytes from `position` (fewer only at the end)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the reader holds."""
+        ...
+
+
+class LocalReader:
+    """A local file read with `pread` (no shared file position, so readers never interfere)."""
+
+    def __init__(self, path: str) -> None:
+        self.location = path
+        try:
+            self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            self.size = os.fstat(self._fd).st_size
+        except OSError as exc:
+            raise PathError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+    def read(self, position: int, length: int) -> bytes:
+        """Up to `length` bytes from `position`."""
+        try:
+            return os.pread(self._fd, max(0, length), position)
+        except OSError as exc:
+            raise PathError(f"cannot read {self.location}: {exc.strerror or exc}") from None
+
+    def close(self) -> None:
+        """Close the file."""
+        os.close(self._fd)
+
+
+def open_file_reader(location: str) -> RangedReader:
+    """A reader of a whole file: local, or at a URL (not inside an archive)."""
+    if is_url(location):
+        from kdump.store.remote import RemoteReader
+
+        return RemoteReader(location)
+    return LocalReader(location)
+
+
+def open_reader(location: str) -> RangedReader:
+    """A reader of any location: a local file, a file at a URL, or a tarball's member.
+
+    Raises:
+        PathError: it cannot be opened.
+    """
+    split = archive_split(location)
+    if split is not None and split[1]:
+        from kdump.store.archive import open_member
+
+        return open_member(split[0], split[1])
+    return open_file_reader(location)
