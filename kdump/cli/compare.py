@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, discover_all, format_option, resolve_format
+from kdump.cli.output import diag, discover_all, engine_options, format_option, resolve_format
 from kdump.model.partition import PartitionDir
 from kdump.ops.compare import PartitionComparison, compare_partition, exit_code, group_replicas
 
@@ -22,14 +22,7 @@ from kdump.ops.compare import PartitionComparison, compare_partition, exit_code,
     help="The replica that is (or will be) the leader: a partition directory given, or the log dir "
     "holding it. The others' truncation is computed against it. Default: each replica in turn.",
 )
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "spark"]),
-    default="local",
-    show_default=True,
-    help="Run locally, or on Spark for fleets of log dirs (needs kdump[spark]).",
-)
-@click.option("--master", help="With --engine spark: the Spark master URL (default local[*]).")
+@engine_options
 @format_option
 def compare_command(
     paths: tuple[str, ...], leader: str | None, engine: str, master: str | None, fmt: str | None

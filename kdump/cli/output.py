@@ -125,3 +125,15 @@ def say_problems(problems: list[Finding]) -> bool:
         diag(f"{f.file}: {f.code}: {f.message}")
         failed = failed or f.code in UNREADABLE_CODES
     return failed
+
+
+def engine_options(fn: F) -> F:
+    """The shared `--engine` and `--master` options of the commands that can run on Spark."""
+    fn = click.option("--master", help="With --engine spark: the Spark master URL (default local[*]).")(fn)
+    return click.option(
+        "--engine",
+        type=click.Choice(["local", "spark"]),
+        default="local",
+        show_default=True,
+        help="Run locally, or on Spark for fleets of log dirs (needs kdump[spark]).",
+    )(fn)

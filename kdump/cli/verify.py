@@ -16,6 +16,7 @@ from kdump.cli.output import (
     allow_unknown_option,
     diag,
     discover_all,
+    engine_options,
     format_option,
     progress_bar,
     resolve_format,
@@ -47,14 +48,7 @@ from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
     show_default=True,
     help="Worker processes (0: all cores).",
 )
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "spark"]),
-    default="local",
-    show_default=True,
-    help="Run locally, or on Spark for fleets of log dirs (needs kdump[spark]).",
-)
-@click.option("--master", help="With --engine spark: the Spark master URL (default local[*]).")
+@engine_options
 @click.option(
     "--output",
     type=click.Path(file_okay=False),

@@ -1,7 +1,7 @@
 """`records.parquet`: salvaged records with the columns of Spark's built-in `kafka` source.
 
-The first eight columns are exactly those of Spark's `kafka` source, with its types (the same
-table as `kdump.spark.schema.KAFKA_COLUMNS`, which a test keeps equal): `key`, `value`, `topic`,
+The first eight columns are exactly those of Spark's `kafka` source, with its types (one table,
+`kdump.formats.kafka_sink.KAFKA_COLUMNS`, serves this file and the Spark data source): `key`, `value`, `topic`,
 `partition`, `offset`, `timestamp` (microseconds, UTC; a v0 record's -1 ms as the consumer reports
 it), `timestampType` (-1, 0 CreateTime, 1 LogAppendTime) and `headers` (null when a record has
 none). Then `segment` (the `.log` it came from), `position` (its batch's byte position there) and
@@ -18,18 +18,12 @@ from typing import IO, Any
 
 from kdump.errors import KdumpError
 from kdump.formats.batch import BatchHeader
+from kdump.formats.kafka_sink import KAFKA_COLUMNS
 from kdump.formats.records import Record
 from kdump.model.segment import Segment
 
 COLUMNS: tuple[tuple[str, str], ...] = (
-    ("key", "BINARY"),
-    ("value", "BINARY"),
-    ("topic", "STRING"),
-    ("partition", "INT"),
-    ("offset", "BIGINT"),
-    ("timestamp", "TIMESTAMP"),
-    ("timestampType", "INT"),
-    ("headers", "ARRAY<STRUCT<key: STRING, value: BINARY>>"),
+    *KAFKA_COLUMNS,
     ("segment", "STRING"),
     ("position", "BIGINT"),
     ("isControl", "BOOLEAN"),

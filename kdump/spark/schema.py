@@ -23,19 +23,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from kdump.findings import Finding
+from kdump.formats.kafka_sink import KAFKA_COLUMNS
 from kdump.render.rows import finding_row
-
-KAFKA_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("key", "BINARY"),
-    ("value", "BINARY"),
-    ("topic", "STRING"),
-    ("partition", "INT"),
-    ("offset", "BIGINT"),
-    ("timestamp", "TIMESTAMP"),
-    ("timestampType", "INT"),
-    ("headers", "ARRAY<STRUCT<key: STRING, value: BINARY>>"),
-)
-"""Spark's `kafka` source columns, in its order."""
 
 FORENSIC_COLUMNS: tuple[tuple[str, str], ...] = (
     ("segment", "STRING"),  # the .log file
