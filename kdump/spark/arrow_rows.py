@@ -234,7 +234,9 @@ def _batches_to_arrow(rows: list[tuple[SegmentSlice, BatchHeader]]) -> Any:
 
 def read_findings(unit: FindingsUnit, deep: bool) -> Iterator[Any]:
     """One Arrow batch of the findings of one verify unit."""
-    if unit.kind == "unreadable":
+    if unit.kind == "entries":
+        rows = finding_rows(list(unit.problems), unit.label, unit.scope)
+    elif unit.kind == "unreadable":
         f = make_finding("unreadable-file", unit.path, unit.error)
         rows = finding_rows([f], unit.label, "file")
     elif unit.kind == "file":

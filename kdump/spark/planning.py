@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from kdump.errors import KdumpError
+from kdump.findings import Finding
 from kdump.formats.batch import ENTRY_PREFIX
 from kdump.formats.filenames import parse_partition_dir_name
 from kdump.model.byte_source import ByteSource, InMemory, SourceOpener, open_local
-from kdump.model.log_dir import Target, discover, segments_of_file
+from kdump.model.log_dir import Target, discover, expand, segments_of_file
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.model.segment_view import SegmentView
@@ -67,11 +68,14 @@ class FindingsUnit:
     """What level findings checks: what `kdump verify` reports as one partition (or one file)."""
 
     label: str
-    kind: str  # "partition" | "file" | "unreadable"
+    kind: str  # "partition" | "file" | "unreadable" | "entries"
     path: str
     part: PartitionDir | None = None
     error: str = ""
     size: int = 0  # bytes of log data
+    # kind "entries": findings about a log dir's own entries (unrecognised, unreadable ...), and its scope
+    problems: tuple[Finding, ...] = ()
+    scope: str = ""
 
 
 def pack(items: Sequence[_T], sizes: Sequence[int], pack_bytes: int) -> list[tuple[_T, ...]]:
@@ -285,5 +289,12 @@ def plan_findings(options: ReadOptions) -> list[FindingsUnit]:
             continue
         units.extend(
             FindingsUnit(str(p.path), "partition", str(p.path), p, size=_log_bytes(p.segments)) for p in parts
+        )
+        # A log dir's (and directory of log dirs') own entries, reported after its partitions as
+        # local verify does.
+        units.extend(
+            FindingsUnit(str(t.path), "entries", str(t.path), problems=t.problems, scope=t.kind)
+            for t in expand([target])
+            if t.problems
         )
     return units

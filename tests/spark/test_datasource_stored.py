@@ -20,6 +20,7 @@ from kdump.formats.records import NewRecord, build_v2_batch
 from kdump.model.log_dir import discover
 from kdump.ops.verify import VerifyOptions
 from kdump.render.rows import finding_row
+from kdump.spark import arrow_rows
 from kdump.spark import datasource as ds
 from kdump.spark.fleet import run_fleet_verify
 from kdump.spark.ranged import open_slice_buffer
@@ -144,9 +145,9 @@ def test_task_fetches_only_its_slice(s3_store: Any, tmp_path: Path) -> None:
     for s, here in zip(slices, local, strict=True):
         before = FETCHED.bytes
         with open_slice_buffer(s.log, s.start, s.end) as buf:
-            positions = [h.position for h in ds._scan_slice(buf, s)]
+            positions = [h.position for h in arrow_rows._scan_slice(buf, s)]
         fetched = FETCHED.bytes - before
         with open_slice_buffer(here.log, here.start, here.end) as buf:
-            assert positions == [h.position for h in ds._scan_slice(buf, here)]
+            assert positions == [h.position for h in arrow_rows._scan_slice(buf, here)]
         # The slice, the rest of its last batch and the next batch's header: nothing more.
         assert s.size <= fetched <= s.size * 1.05 + 64

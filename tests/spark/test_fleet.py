@@ -130,4 +130,6 @@ def test_cli_prints_what_local_verify_prints(spark: Any, fleet: list[Path], tmp_
 def test_no_partitions_at_all(spark: Any, tmp_path: Path) -> None:
     (tmp_path / "empty-logdir").mkdir()
     (tmp_path / "empty-logdir" / "meta.properties").write_text("version=1\n")
-    assert run_fleet_verify(_targets([tmp_path / "empty-logdir"]), VerifyOptions()) == []
+    # As local verify: the log dir's own report says there was nothing to check, which fails.
+    reports = run_fleet_verify(_targets([tmp_path / "empty-logdir"]), VerifyOptions())
+    assert [(r.kind, [f.code for f in r.findings]) for r in reports] == [("log-dir", ["nothing-to-check"])]
