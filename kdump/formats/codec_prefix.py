@@ -19,15 +19,15 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
+from kdump.errors import CodecError
 from kdump.formats.codecs import (
-    _INT32_BE,
     _INT32_LE,
     _LZ4_BLOCK_SIZES,
-    _XERIAL_HEADER,
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     LZ4_FRAME_MAGIC,
-    XERIAL_MAGIC,
     _load,
+    is_xerial,
+    xerial_chunks,
 )
 from kdump.formats.constants import Codec
 
@@ -77,30 +77,23 @@ def _stream(obj: Any, raw: bytes, max_size: int, name: str) -> tuple[bytes, str 
 
 def _snappy(raw: bytes, max_size: int) -> tuple[bytes, str | None]:
     snappy = _load("snappy")
-    if len(raw) < _XERIAL_HEADER.size or raw[:8] != XERIAL_MAGIC:
+    if not is_xerial(raw):
         try:
             return bytes(snappy.uncompress(raw))[:max_size], None
         except Exception:
             return _snappy_block_prefix(raw, max_size)
     out = bytearray()
-    pos = 0
-    while pos < len(raw):
-        if raw.startswith(XERIAL_MAGIC, pos) and pos + _XERIAL_HEADER.size <= len(raw):
-            pos += _XERIAL_HEADER.size
-            continue
-        if pos + 4 > len(raw):
-            return bytes(out), f"xerial snappy chunk length at {pos} runs past the payload"
-        (length,) = _INT32_BE.unpack_from(raw, pos)
-        if length < 0 or pos + 4 + length > len(raw):
-            return bytes(out), f"xerial snappy chunk of {length} bytes at {pos} does not fit the payload"
-        try:
-            out += snappy.uncompress(raw[pos + 4 : pos + 4 + length])
-        except Exception:
-            part, error = _snappy_block_prefix(raw[pos + 4 : pos + 4 + length], max_size - len(out))
-            return bytes(out + part), f"xerial snappy chunk at {pos}: {error}"
-        if len(out) > max_size:
-            return bytes(out[:max_size]), f"snappy payload expands beyond {max_size} bytes"
-        pos += 4 + length
+    try:
+        for pos, chunk in xerial_chunks(raw):
+            try:
+                out += snappy.uncompress(chunk)
+            except Exception:
+                part, error = _snappy_block_prefix(chunk, max_size - len(out))
+                return bytes(out + part), f"xerial snappy chunk at {pos}: {error}"
+            if len(out) > max_size:
+                return bytes(out[:max_size]), f"snappy payload expands beyond {max_size} bytes"
+    except CodecError as exc:
+        return bytes(out), str(exc)
     return bytes(out), None
 
 

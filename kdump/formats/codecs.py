@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kdump.errors import CodecError, CodecUnavailableError
@@ -117,28 +117,43 @@ def _gunzip(data: Buffer, max_size: int) -> bytes:
     return _checked(run, "gzip")
 
 
+def is_xerial(raw: bytes) -> bool:
+    """Whether a snappy payload uses xerial's stream framing (else it is one raw block)."""
+    return len(raw) >= _XERIAL_HEADER.size and raw[:8] == XERIAL_MAGIC
+
+
+def xerial_chunks(raw: bytes) -> Iterator[tuple[int, bytes]]:
+    """The raw snappy blocks of a xerial-framed payload, with the position of each chunk.
+
+    Raises:
+        CodecError: a chunk's length field does not fit the payload (after the chunks before it
+            were yielded, so a caller can keep what they decode to).
+    """
+    pos = 0
+    while pos < len(raw):
+        # Newer snappy-java tolerates a repeated stream header between chunks.
+        if raw.startswith(XERIAL_MAGIC, pos) and pos + _XERIAL_HEADER.size <= len(raw):
+            pos += _XERIAL_HEADER.size
+            continue
+        if pos + 4 > len(raw):
+            raise CodecError(f"xerial snappy chunk length at {pos} runs past the end of the payload")
+        (length,) = _INT32_BE.unpack_from(raw, pos)
+        if length < 0 or pos + 4 + length > len(raw):
+            raise CodecError(f"xerial snappy chunk of {length} bytes at {pos} does not fit the payload")
+        yield pos, raw[pos + 4 : pos + 4 + length]
+        pos += 4 + length
+
+
 def _unsnappy(data: Buffer, max_size: int) -> bytes:
     snappy = _load("snappy")
     raw = bytes(data)
 
     def run() -> bytes:
-        if len(raw) < _XERIAL_HEADER.size or raw[:8] != XERIAL_MAGIC:
+        if not is_xerial(raw):
             return _snappy_block(snappy, raw, max_size)
         out = bytearray()
-        pos = 0
-        while pos < len(raw):
-            # Newer snappy-java tolerates a repeated stream header between chunks.
-            if raw.startswith(XERIAL_MAGIC, pos) and pos + _XERIAL_HEADER.size <= len(raw):
-                pos += _XERIAL_HEADER.size
-                continue
-            if pos + 4 > len(raw):
-                raise CodecError("xerial snappy chunk length runs past the end of the payload")
-            (length,) = _INT32_BE.unpack_from(raw, pos)
-            pos += 4
-            if length < 0 or pos + length > len(raw):
-                raise CodecError(f"xerial snappy chunk of {length} bytes does not fit the payload")
-            out += _snappy_block(snappy, raw[pos : pos + length], max_size - len(out))
-            pos += length
+        for _pos, chunk in xerial_chunks(raw):
+            out += _snappy_block(snappy, chunk, max_size - len(out))
         return bytes(out)
 
     return _checked(run, "snappy")
