@@ -21,8 +21,10 @@ from kdump.formats.batch import BatchHeader
 from kdump.model.log_dir import discover
 from kdump.ops.segment_check import check_segment
 from kdump.ops.verify import file_report, partition_report
+from kdump.render import fast_lines
 from kdump.render.rows import codec_label
 from kdump.scan.log_scanner import decode_batch_records, scan_log
+from kdump.spark.arrow_records import run_record_arrays
 from kdump.spark.options import Bounds
 from kdump.spark.planning import FindingsUnit, SegmentSlice
 from kdump.spark.ranged import open_slice_buffer
@@ -103,6 +105,14 @@ _HEADERS_TYPE = headers_arrow_type()
 _BATCH_STRUCT = pa.struct([pa.field(name, kind) for name, _, kind in _RECORD_BATCH_FIELDS])
 
 
+def _per_batch_struct(batches: Sequence[tuple[SegmentSlice, BatchHeader]]) -> Any:
+    """The per-batch columns of record rows, one struct per batch (repeated per record by `take`)."""
+    return pa.StructArray.from_arrays(
+        [pa.array([get(s, h) for s, h in batches], kind) for _, get, kind in _RECORD_BATCH_FIELDS],
+        fields=list(_BATCH_STRUCT),
+    )
+
+
 class _RecordChunk:
     """Records of whole batches (of one or more slices) gathered until an Arrow batch is due."""
 
@@ -122,10 +132,7 @@ class _RecordChunk:
         """One `RecordBatch` of `RECORD_COLUMNS`: per-record columns from the records, per-batch
         columns built once per batch and repeated with a single `take`."""
         offsets, timestamps, keys, values, headers = list(zip(*self.records, strict=False))[:5]
-        per_batch = pa.StructArray.from_arrays(
-            [pa.array([get(s, h) for s, h in self.batches], kind) for _, get, kind in _RECORD_BATCH_FIELDS],
-            fields=list(_BATCH_STRUCT),
-        )
+        per_batch = _per_batch_struct(self.batches)
         repeated = dict(
             zip(_BATCH_STRUCT.names, per_batch.take(pa.array(self.index, pa.int32())).flatten(), strict=True)
         )
@@ -156,35 +163,115 @@ def _scan_slice(buf: memoryview, part: SegmentSlice) -> Iterator[BatchHeader]:
             yield ev
 
 
-def _readable_batches(
+def _readable_slices(
     slices: Iterable[SegmentSlice],
-) -> Iterator[tuple[SegmentSlice, memoryview, BatchHeader]]:
-    """Every batch of the slices, with its open buffer; a file that cannot be opened is skipped."""
+) -> Iterator[tuple[SegmentSlice, memoryview]]:
+    """Each slice with its open buffer (valid until the next one); a file that cannot be opened is
+    skipped."""
     for part in slices:
         try:
             with open_slice_buffer(part.log, part.start, part.end) as buf:
-                for h in _scan_slice(buf, part):
-                    yield part, buf, h
+                yield part, buf
         except PathError as exc:
             log.warning("kdump: cannot read %s: %s", part.log, exc)
 
 
+def _readable_batches(
+    slices: Iterable[SegmentSlice],
+) -> Iterator[tuple[SegmentSlice, memoryview, BatchHeader]]:
+    """Every batch of the slices, with its open buffer."""
+    for part, buf in _readable_slices(slices):
+        for h in _scan_slice(buf, part):
+            yield part, buf, h
+
+
+def _runs(headers: Iterable[BatchHeader], rows: int) -> Iterator[list[BatchHeader]]:
+    """Consecutive batches in runs of about `rows` records: what the compiled path decodes at once
+    (a run's decompressed payloads are held together, so runs are bounded)."""
+    run: list[BatchHeader] = []
+    n = 0
+    for h in headers:
+        run.append(h)
+        n += h.count if h.count is not None and h.count > 0 else 1
+        if n >= rows:
+            yield run
+            run, n = [], 0
+    if run:
+        yield run
+
+
+def _kept_rows(arrays: dict[str, Any], bounds: Bounds) -> Any | None:
+    """The mask of the rows that pass `bounds`, judged as `Bounds.keeps_record` judges one record;
+    None when the bounds do not bound records."""
+    offsets, us = arrays["offset"], arrays["timestamp"].cast(pa.int64())
+    masks = []
+    if bounds.offset_lo is not None:
+        masks.append(pc.greater_equal(offsets, bounds.offset_lo))
+    if bounds.offset_hi is not None:
+        masks.append(pc.less_equal(offsets, bounds.offset_hi))
+    if bounds.ts_lo_us is not None:
+        masks.append(pc.greater_equal(us, bounds.ts_lo_us))
+    if bounds.ts_hi_us is not None:
+        masks.append(pc.less_equal(us, bounds.ts_hi_us))
+    if not masks:
+        return None
+    mask = masks[0]
+    for m in masks[1:]:
+        mask = pc.and_(mask, m)
+    return mask
+
+
+def _compiled_rows(
+    part: SegmentSlice, batches: list[BatchHeader], arrays: dict[str, Any], bounds: Bounds
+) -> Any:
+    """One `RecordBatch` of `RECORD_COLUMNS` from the compiled path's arrays of a run of batches,
+    filtered by `bounds`; None when no row passes."""
+    per_batch = _per_batch_struct([(part, h) for h in batches])
+    columns = {
+        **{name: arrays[name] for name in ("key", "value", "offset", "timestamp", "headers")},
+        **dict(zip(_BATCH_STRUCT.names, per_batch.take(arrays["batch_index"]).flatten(), strict=True)),
+    }
+    rb = pa.RecordBatch.from_arrays([columns[name] for name in _RECORD_SCHEMA.names], schema=_RECORD_SCHEMA)
+    mask = _kept_rows(arrays, bounds)
+    if mask is not None:
+        rb = rb.filter(mask)
+    return rb if rb.num_rows else None
+
+
 def read_records(slices: Iterable[SegmentSlice], bounds: Bounds, batch_rows: int) -> Iterator[Any]:
-    """Arrow batches of the records of the slices of one task."""
+    """Arrow batches of the records of the slices of one task.
+
+    Clean v2 data batches go through the compiled path (`arrow_records.run_record_arrays`: Arrow
+    arrays straight from its buffers, no Python object per record); whatever it declines (damage,
+    control and legacy batches, values Arrow cannot hold exactly) is decoded the reference way.
+    Rows keep the batches' order either way.
+    """
     exact = bounds.on_records
+    compiled = fast_lines.enabled()
     chunk = _RecordChunk()
-    for part, buf, h in _readable_batches(slices):
-        if exact and not bounds.keeps_batch(h):
-            continue
-        records, _findings = decode_batch_records(buf, h, part.log)
+    for part, buf in _readable_slices(slices):
+        headers: Iterable[BatchHeader] = _scan_slice(buf, part)
         if exact:
-            records = [r for r in records if bounds.keeps_record(r.offset, r.timestamp)]
-        if not records:
-            continue
-        chunk.add(part, h, records)
-        if len(chunk.records) >= batch_rows:
-            yield chunk.to_arrow()
-            chunk = _RecordChunk()
+            headers = (h for h in headers if bounds.keeps_batch(h))
+        for run in _runs(headers, batch_rows):
+            for item in run_record_arrays(buf, run) if compiled else run:
+                if not isinstance(item, BatchHeader):
+                    if chunk.records:
+                        yield chunk.to_arrow()
+                        chunk = _RecordChunk()
+                    rb = _compiled_rows(part, *item, bounds)
+                    if rb is not None:
+                        yield rb
+                    continue
+                records, _findings = decode_batch_records(buf, item, part.log)
+                if exact:
+                    records = [r for r in records if bounds.keeps_record(r.offset, r.timestamp)]
+                if not records:
+                    continue
+                chunk.add(part, item, records)
+                if len(chunk.records) >= batch_rows:
+                    yield chunk.to_arrow()
+                    chunk = _RecordChunk()
     if chunk.records:
         yield chunk.to_arrow()
 

@@ -1,5 +1,6 @@
 """`spark.arrow_records`: a batch's record columns built from the compiled path's buffers are the
-same Arrow arrays the data source's reference read (`read_records`) builds, value for value."""
+same Arrow arrays the data source's reference read (`read_records` with the compiled path off)
+builds, value for value; and `read_records` gives the same table either way."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kdump.formats.constants import Codec  # noqa: E402
 from kdump.formats.records import NewRecord  # noqa: E402
 from kdump.scan.log_scanner import scan_log  # noqa: E402
 from kdump.scan.source import open_buffer  # noqa: E402
+from kdump.spark import arrow_rows  # noqa: E402
 from kdump.spark import datasource as ds  # noqa: E402
 from kdump.spark.arrow_records import batch_record_arrays, run_record_arrays  # noqa: E402
 
@@ -38,10 +40,16 @@ def _segment(tmp_path: Path) -> Path:
     return seg.write(tmp_path / "t-0")
 
 
+def _read(slices: list[ds.SegmentSlice], bounds: ds.Bounds, rows: int, compiled: bool) -> object:
+    """The table `read_records` gives, through the compiled path or the reference one."""
+    with pytest.MonkeyPatch.context() as mp:
+        if not compiled:
+            mp.setattr(arrow_rows.fast_lines, "enabled", lambda: False)
+        return pa.Table.from_batches(list(ds.read_records(slices, bounds, rows)), schema=arrow_rows._RECORD_SCHEMA)
+
+
 def _reference(log: Path) -> object:
-    return pa.Table.from_batches(
-        list(ds.read_records([ds.SegmentSlice(str(log), 0, "t", 0)], ds.Bounds(), 10**6))
-    )
+    return _read([ds.SegmentSlice(str(log), 0, "t", 0)], ds.Bounds(), 10**6, compiled=False)
 
 
 def _check(built: dict[str, list[object]], reference: object) -> None:
@@ -94,3 +102,42 @@ def test_one_batch_at_a_time(tmp_path: Path) -> None:
             for c in COLUMNS:
                 built[c].append(arrays[c])
     _check(built, reference)
+
+
+BOUNDS = [
+    ds.Bounds(),
+    ds.Bounds(offset_lo=3, offset_hi=40),
+    ds.Bounds(ts_lo_us=7_000, ts_hi_us=1_800_000_000_000_000),
+    ds.Bounds(offset_lo=10**9),
+]
+
+
+@pytest.mark.parametrize("bounds", BOUNDS, ids=["all", "offsets", "timestamps", "none-pass"])
+@pytest.mark.parametrize("rows", [1, 7, 10_000])
+def test_read_records_is_the_same_table_either_way(tmp_path: Path, bounds: ds.Bounds, rows: int) -> None:
+    log = _segment(tmp_path)
+    slices = [ds.SegmentSlice(str(log), 0, "t", 0)]
+    fast = _read(slices, bounds, rows, compiled=True)
+    reference = _read(slices, bounds, rows, compiled=False)
+    assert fast.num_rows == reference.num_rows  # type: ignore[attr-defined]
+    assert fast.equals(reference)  # type: ignore[attr-defined]
+    if bounds == ds.Bounds():
+        assert reference.num_rows > 40  # type: ignore[attr-defined]
+
+
+def test_read_records_is_the_same_table_on_the_corpus(corpus_root: Path) -> None:
+    from kdump.model.log_dir import discover
+
+    slices = []
+    for d in sorted(p for p in corpus_root.iterdir() if p.is_dir() and p.name.startswith("kafka-")):
+        for part in discover(str(d)).partitions():
+            slices += [
+                ds.SegmentSlice(str(s.log), s.base_offset, part.topic or "", part.partition or 0)
+                for s in part.segments
+                if s.log is not None
+            ]
+    assert slices
+    for bounds in BOUNDS[:2]:
+        fast = _read(slices, bounds, 500, compiled=True)
+        reference = _read(slices, bounds, 500, compiled=False)
+        assert fast.equals(reference)  # type: ignore[attr-defined]
