@@ -224,6 +224,7 @@ def scan_log(
     start: int = 0,
     max_bytes: int | None = None,
     resync: bool = True,
+    ready: Callable[[int], None] | None = None,
 ) -> Iterator[Event]:
     """Scan the log entries of `buf`; yield batches, records (when `deep`), findings and a summary.
 
@@ -236,6 +237,9 @@ def scan_log(
         start: position to start at (an entry boundary, e.g. from an index lookup).
         max_bytes: scan only this many bytes from `start` (a prefix, for live brokers).
         resync: in FORENSIC mode, search for the next plausible entry after framing is lost.
+        ready: for a buffer still being filled (a stored file fetched while it is scanned), called
+            with a position before any byte below it is read; it returns once those bytes are in
+            `buf` (or will never be: the filling is over). Past damage it is asked for `end`.
     """
     size = len(buf)
     end = size if max_bytes is None else min(size, start + max_bytes)
@@ -264,7 +268,11 @@ def scan_log(
         if remaining <= 0:
             stop = StopReason.LIMIT if limited else StopReason.END
             break
+        if ready is not None:
+            ready(min(end, pos + HEADER_SIZE_UP_TO_MAGIC))
         if remaining <= HEADER_SIZE_UP_TO_MAGIC:
+            if ready is not None:
+                ready(end)
             if limited:
                 stop = StopReason.LIMIT
                 break
@@ -294,6 +302,10 @@ def scan_log(
                 )
             break
         entry_offset, length, magic = ENTRY_PREFIX.unpack_from(buf, pos)
+        if ready is not None:
+            # The entry's own bytes when it fits; past damage, resyncing may read anywhere.
+            fits = MIN_BATCH_LENGTH <= length <= remaining - LOG_OVERHEAD
+            ready(pos + LOG_OVERHEAD + length if fits else end)
         problem: tuple[str, str] | None = None
         if length < MIN_BATCH_LENGTH:
             if not limited and _all_zero(buf, pos, end, evict):
@@ -348,6 +360,8 @@ def scan_log(
                 f"length field {length} is below the minimum {_min_length(magic)} for magic {magic}",
             )
         if problem is not None:
+            if ready is not None:
+                ready(end)
             if valid_end is None:
                 valid_end = pos
             yield tally(make_finding(problem[0], file, problem[1], position=pos))

@@ -27,7 +27,7 @@ from kdump.scan.log_scanner import decode_batch_records, scan_log
 from kdump.spark.arrow_records import run_record_arrays
 from kdump.spark.options import Bounds
 from kdump.spark.planning import FindingsUnit, SegmentSlice
-from kdump.spark.ranged import open_slice_buffer
+from kdump.spark.ranged import SliceBuffer, open_slice
 from kdump.spark.schema import (
     BATCH_COLUMNS,
     FINDING_COLUMNS,
@@ -149,40 +149,50 @@ class _RecordChunk:
         )
 
 
-def _scan_slice(buf: memoryview, part: SegmentSlice) -> Iterator[BatchHeader]:
+def _scan_slice(sliced: SliceBuffer, part: SegmentSlice) -> Iterator[BatchHeader]:
     """The batch headers of a slice, in position order (forensic scan, resyncing past damage).
 
     The scan sees the whole file, so a length field is judged as a whole-file scan judges it, and
-    a resync lands where it would; the slice owns the batches that start before its end.
+    a resync lands where it would; the slice owns the batches that start before its end. A stored
+    slice is scanned while it arrives (`ready`).
     """
     end = part.end
-    for ev in scan_log(buf, file=part.log, base_offset=part.base_offset, start=part.start):
+    events = scan_log(
+        sliced.view, file=part.log, base_offset=part.base_offset, start=part.start, ready=sliced.ready
+    )
+    for ev in events:
         if type(ev) is BatchHeader:
             if end is not None and ev.position >= end:
                 return
             yield ev
 
 
-def _readable_slices(
-    slices: Iterable[SegmentSlice],
-) -> Iterator[tuple[SegmentSlice, memoryview]]:
-    """Each slice with its open buffer (valid until the next one); a file that cannot be opened is
-    skipped."""
+def _readable_slices(slices: Iterable[SegmentSlice]) -> Iterator[tuple[SegmentSlice, SliceBuffer]]:
+    """Each slice with its open buffer (valid until the next one is asked for). A file that cannot
+    be opened or read is skipped, with a warning: the rows of a slice are what could be read."""
     for part in slices:
         try:
-            with open_slice_buffer(part.log, part.start, part.end) as buf:
-                yield part, buf
+            with open_slice(part.log, part.start, part.end) as sliced:
+                yield part, sliced
         except PathError as exc:
             log.warning("kdump: cannot read %s: %s", part.log, exc)
+
+
+def _headers_of(sliced: SliceBuffer, part: SegmentSlice) -> Iterator[BatchHeader]:
+    """`_scan_slice`, ending the slice (with a warning) where a stored file stops being readable."""
+    try:
+        yield from _scan_slice(sliced, part)
+    except PathError as exc:
+        log.warning("kdump: cannot read %s: %s", part.log, exc)
 
 
 def _readable_batches(
     slices: Iterable[SegmentSlice],
 ) -> Iterator[tuple[SegmentSlice, memoryview, BatchHeader]]:
     """Every batch of the slices, with its open buffer."""
-    for part, buf in _readable_slices(slices):
-        for h in _scan_slice(buf, part):
-            yield part, buf, h
+    for part, sliced in _readable_slices(slices):
+        for h in _headers_of(sliced, part):
+            yield part, sliced.view, h
 
 
 def _runs(headers: Iterable[BatchHeader], rows: int) -> Iterator[list[BatchHeader]]:
@@ -249,8 +259,9 @@ def read_records(slices: Iterable[SegmentSlice], bounds: Bounds, batch_rows: int
     exact = bounds.on_records
     compiled = fast_lines.enabled()
     chunk = _RecordChunk()
-    for part, buf in _readable_slices(slices):
-        headers: Iterable[BatchHeader] = _scan_slice(buf, part)
+    for part, sliced in _readable_slices(slices):
+        buf = sliced.view
+        headers: Iterable[BatchHeader] = _headers_of(sliced, part)
         if exact:
             headers = (h for h in headers if bounds.keeps_batch(h))
         for run in _runs(headers, batch_rows):

@@ -14,9 +14,11 @@ code run unchanged over it:
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from itertools import pairwise
 
 from kdump.errors import KdumpError
@@ -34,21 +36,108 @@ _HEADER_BYTES = 64
 
 @contextmanager
 def open_slice_buffer(log: str, start: int, end: int | None) -> Iterator[memoryview]:
-    """The buffer a task scans for the slice [start, end) of `log` (end None: to the end of the file).
+    """The buffer a task scans for the slice [start, end) of `log` (end None: to the end of the file),
+    complete when it is handed out.
 
     Raises:
         PathError: the file cannot be opened or read.
     """
+    with open_slice(log, start, end) as sliced:
+        sliced.ready(sliced.view.nbytes)
+        yield sliced.view
+
+
+@dataclass(frozen=True, slots=True)
+class SliceBuffer:
+    """A slice's buffer and the `ready` function to give the scanner (`scan_log(ready=...)`): a
+    stored slice is fetched while it is scanned."""
+
+    view: memoryview
+    ready: Callable[[int], None]
+
+
+def _always_ready(_position: int) -> None:
+    return None
+
+
+@contextmanager
+def open_slice(log: str, start: int, end: int | None) -> Iterator[SliceBuffer]:
+    """The buffer of the slice [start, end) of `log`: mapped when local; when stored, filled by a
+    background thread while the task scans what has arrived, so fetching overlaps decoding.
+
+    Raises:
+        PathError: the file cannot be opened or read (when stored, possibly from `ready`).
+    """
     if not is_stored(log):
         with open_buffer(log) as buf:
-            yield buf
+            yield SliceBuffer(buf, _always_ready)
         return
     with sparse_buffer(log) as sb:
-        stop = sb.size if end is None else min(end, sb.size)
-        sb.fill(start, stop)
-        if stop < sb.size:
-            _fill_last_batch(sb, start, stop)
-        yield sb.view
+        fetch = _SliceFetch(sb, start, sb.size if end is None else min(end, sb.size))
+        try:
+            yield SliceBuffer(sb.view, fetch.ready)
+        finally:
+            fetch.stop()
+
+
+# Ranged requests grow from this size: the scan starts on the first bytes soon, and the rest comes
+# in few requests (each costs a round trip and, on some stores, a fixed overhead).
+_FIRST_REQUEST = 8 << 20
+_LARGEST_REQUEST = 32 << 20
+
+
+class _SliceFetch:
+    """Fills a slice's buffer in order on a thread; `ready(position)` waits for it."""
+
+    def __init__(self, sb: SparseBuffer, start: int, stop: int) -> None:
+        self._sb, self._start, self._stop = sb, start, stop
+        self._filled = start  # bytes [start, _filled) are in the buffer
+        self._done = False
+        self._cancelled = False
+        self._error: BaseException | None = None
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="kdump-slice-fetch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        sb, pos, step = self._sb, self._start, _FIRST_REQUEST
+        try:
+            while pos < self._stop and not self._cancelled:
+                nxt = min(self._stop, pos + step)
+                got = sb.fill(pos, nxt)
+                with self._cond:
+                    self._filled = max(self._filled, got)
+                    self._cond.notify_all()
+                if got < nxt:
+                    break
+                pos, step = nxt, min(_LARGEST_REQUEST, step * 2)
+            if self._stop < sb.size and not self._cancelled:
+                _fill_last_batch(sb, self._start, self._stop)
+        except BaseException as exc:  # handed to the scanning thread by `ready`
+            self._error = exc
+        finally:
+            with self._cond:
+                self._done = True
+                self._cond.notify_all()
+
+    def ready(self, position: int) -> None:
+        """Return once the buffer holds the slice's bytes below `position` (or all it will hold).
+
+        Raises:
+            PathError: fetching failed.
+        """
+        if position <= self._filled and self._error is None:
+            return
+        with self._cond:
+            while not self._done and self._filled < position:
+                self._cond.wait()
+        if self._error is not None:
+            raise self._error
+
+    def stop(self) -> None:
+        """Stop fetching (the scan is over, or gave up) and wait for the thread to leave the buffer."""
+        self._cancelled = True
+        self._thread.join()
 
 
 def _fill_last_batch(sb: SparseBuffer, start: int, stop: int) -> None:

@@ -9,7 +9,7 @@ ranged reads through pyarrow's S3 client plus a local HTTP server, not a network
   (135 MB of zstd, 1.1 M records), split into at least 4 tasks, from the store and from local disk
   (an aggregate over key, value, headers and offset, so every column is built; median of runs);
 - bytes each task fetches from the store against the bytes of its slice (the same function a task
-  runs, `open_slice_buffer`, per planned slice);
+  runs, `open_slice`, per planned slice);
 - fleet verify (`run_fleet_verify`, local[2]) of a log dir of N partitions on the store, against
   local `kdump verify` of the same log dir in this process.
 """
@@ -91,7 +91,8 @@ def main() -> None:
         print(f"uploaded in {time.perf_counter() - t:.1f} s")
 
         from kdump.spark import datasource as ds
-        from kdump.spark.ranged import open_slice_buffer
+        from kdump.spark.arrow_rows import _scan_slice
+        from kdump.spark.ranged import open_slice
         from kdump.store.remote import FETCHED
 
         slices = ds.plan_slices(ds.ReadOptions(paths=(url,), split_bytes=split)) if url else []
@@ -99,8 +100,8 @@ def main() -> None:
         ratios = []
         for s in slices:
             before = FETCHED.bytes
-            with open_slice_buffer(s.log, s.start, s.end) as buf:
-                n = sum(1 for _ in ds._scan_slice(buf, s))
+            with open_slice(s.log, s.start, s.end) as sliced:
+                n = sum(1 for _ in _scan_slice(sliced, s))
             fetched = FETCHED.bytes - before
             ratios.append(fetched / s.size)
             print(

@@ -45,7 +45,9 @@ def _read(slices: list[ds.SegmentSlice], bounds: ds.Bounds, rows: int, compiled:
     with pytest.MonkeyPatch.context() as mp:
         if not compiled:
             mp.setattr(arrow_rows.fast_lines, "enabled", lambda: False)
-        return pa.Table.from_batches(list(ds.read_records(slices, bounds, rows)), schema=arrow_rows._RECORD_SCHEMA)
+        return pa.Table.from_batches(
+            list(ds.read_records(slices, bounds, rows)), schema=arrow_rows._RECORD_SCHEMA
+        )
 
 
 def _reference(log: Path) -> object:

@@ -23,7 +23,7 @@ from kdump.render.rows import finding_row
 from kdump.spark import arrow_rows
 from kdump.spark import datasource as ds
 from kdump.spark.fleet import run_fleet_verify
-from kdump.spark.ranged import open_slice_buffer
+from kdump.spark.ranged import open_slice, open_slice_buffer
 from kdump.store.remote import FETCHED
 
 
@@ -144,10 +144,17 @@ def test_task_fetches_only_its_slice(s3_store: Any, tmp_path: Path) -> None:
     assert [(s.start, s.end) for s in slices] == [(s.start, s.end) for s in local]
     for s, here in zip(slices, local, strict=True):
         before = FETCHED.bytes
-        with open_slice_buffer(s.log, s.start, s.end) as buf:
-            positions = [h.position for h in arrow_rows._scan_slice(buf, s)]
+        # Scanned while it arrives, as a task reads it.
+        with open_slice(s.log, s.start, s.end) as sliced:
+            positions = [h.position for h in arrow_rows._scan_slice(sliced, s)]
         fetched = FETCHED.bytes - before
-        with open_slice_buffer(here.log, here.start, here.end) as buf:
-            assert positions == [h.position for h in arrow_rows._scan_slice(buf, here)]
+        with open_slice(here.log, here.start, here.end) as sliced:
+            assert positions == [h.position for h in arrow_rows._scan_slice(sliced, here)]
+        # Complete before it is scanned, as split planning and checks read it.
+        with (
+            open_slice_buffer(s.log, s.start, s.end) as buf,
+            open_slice(here.log, here.start, here.end) as mine,
+        ):
+            assert bytes(buf[s.start : s.end]) == bytes(mine.view[s.start : s.end])
         # The slice, the rest of its last batch and the next batch's header: nothing more.
         assert s.size <= fetched <= s.size * 1.05 + 64
