@@ -7,8 +7,10 @@ and it needs only three things of a file:
 - `read(position, length)`: a range (an index slot, one batch at an index entry's position, the
   header fields of a batch). Positioning (`locate`, the Spark planner's split points) reads the
   `.log` through this alone, so a store read by ranges fetches a few KiB per lookup;
-- `buffer()`: the whole file as one buffer, for the scans that walk it (`batches_from`, the tail of
-  a segment), and for index files, which are small and read in place.
+- `buffer()`: the whole file as one buffer, for index files, which are small and read in place;
+- `lazy_buffer()`: a buffer of the whole file for the scans that walk the `.log` (`batches_from`,
+  the tail of a segment), with the function that fills a range of it before it is read (None when
+  the buffer is complete already): a stored `.log` is fetched only as far as a scan goes.
 
 `MappedFile` is the local implementation: the file is memory-mapped once, on first use, and a
 range is a slice of the mapping (no copy). `InMemory` serves bytes already held (a buffer a caller
@@ -30,6 +32,7 @@ from typing import Protocol, runtime_checkable
 
 from kdump.errors import PathError
 from kdump.scan.source import open_buffer
+from kdump.store.buffers import SparseBuffer
 from kdump.store.locations import is_stored
 from kdump.store.readers import open_reader
 
@@ -55,6 +58,11 @@ class ByteSource(Protocol):
 
     def buffer(self) -> memoryview:
         """The whole file as one buffer, valid until `close()`."""
+        ...
+
+    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], None] | None]:
+        """A buffer of the whole file whose range [start, end) holds the file's bytes once
+        `fill(start, end)` was called; `fill` is None when every byte is there already."""
         ...
 
     def modified_ms(self) -> int:
@@ -85,6 +93,9 @@ class MappedFile:
         if self._buf is None:
             self._buf = self._stack.enter_context(open_buffer(self.path))
         return self._buf
+
+    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], None] | None]:
+        return self.buffer(), None
 
     def size(self) -> int:
         if self._buf is not None:
@@ -133,6 +144,9 @@ class InMemory:
     def buffer(self) -> memoryview:
         return self._data
 
+    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], None] | None]:
+        return self._data, None
+
     def size(self) -> int:
         return len(self._data)
 
@@ -157,15 +171,18 @@ class InMemory:
 
 class RangedSource:
     """A stored file (at a URL, or a tarball's member) read by ranges: a lookup fetches only the
-    bytes it asks for; `buffer()` fetches the whole file, once."""
+    bytes it asks for, a scan only as far as it goes (`lazy_buffer`); `buffer()` fetches the rest
+    of the file, once."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._reader = open_reader(str(path))
-        self._whole: memoryview | None = None
+        self._sparse: SparseBuffer | None = None
+        self._complete = False
         try:
             st = path.stat()
         except OSError as exc:
+            self._reader.close()
             raise PathError(f"cannot read {path}: {exc.strerror or exc}") from exc
         self._size = st.st_size
         self._mtime_ms = st.st_mtime_ns // 1_000_000
@@ -174,18 +191,32 @@ class RangedSource:
     def label(self) -> str:
         return str(self.path)
 
+    def _buffer(self) -> SparseBuffer:
+        if self._sparse is None:
+            self._sparse = SparseBuffer(self._reader, self._size)
+        return self._sparse
+
     def buffer(self) -> memoryview:
-        if self._whole is None:
-            self._whole = memoryview(self._reader.read(0, self._size))
-        return self._whole
+        sb = self._buffer()
+        if not self._complete:
+            sb.fill(0, self._size)
+            self._complete = True
+        return sb.view
+
+    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], None] | None]:
+        sb = self._buffer()
+        return sb.view, (None if self._complete else self._fill)
+
+    def _fill(self, start: int, end: int) -> None:
+        self._buffer().fill(start, end)
 
     def size(self) -> int:
         return self._size
 
     def read(self, position: int, length: int) -> memoryview | bytes:
-        if self._whole is not None:
+        if self._complete and self._sparse is not None:
             start = max(0, min(position, self._size))
-            return self._whole[start : max(start, min(self._size, position + length))]
+            return self._sparse.view[start : max(start, min(self._size, position + length))]
         end = min(self._size, position + length)
         return self._reader.read(position, end - position) if end > position >= 0 else b""
 
@@ -193,8 +224,11 @@ class RangedSource:
         return self._mtime_ms
 
     def close(self) -> None:
-        self._whole = None
-        self._reader.close()
+        if self._sparse is not None:
+            self._sparse.close()  # closes the reader too
+            self._sparse = None
+        else:
+            self._reader.close()
 
 
 def open_local(path: Path) -> ByteSource:

@@ -24,7 +24,7 @@ lookup; scans from a position (`batches_from`, `tail`) use the whole buffer.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import replace
 from functools import cached_property
@@ -36,13 +36,14 @@ from kdump.formats.batch import BatchHeader
 from kdump.formats.constants import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_POSITION, V2_HEADER_SIZE
 from kdump.formats.offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
 from kdump.formats.offset_index import OffsetIndexEntry, offset_index_entry_at, offset_index_entry_count
+from kdump.formats.records import Record
 from kdump.formats.time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
 from kdump.formats.time_index import TimeIndexEntry, time_index_entry_at, time_index_entry_count
 from kdump.model.byte_source import ByteSource, SourceOpener, open_local
 from kdump.model.index_view import IndexFile, ReadLedger, load_index, out_of_order, preallocated_pair
 from kdump.model.segment import Segment
 from kdump.scan.events import ScanMode, ScanSummary
-from kdump.scan.log_scanner import plausible_entry_at, scan_log
+from kdump.scan.log_scanner import decode_batch_records, plausible_entry_at, scan_log
 
 if TYPE_CHECKING:
     from kdump.model.segment_time import SegmentMax
@@ -56,6 +57,9 @@ _V2_MAX_TIMESTAMP_POSITION = 35
 _V1_TIMESTAMP_POSITION = 18
 # A tail scan keeps up to this many batch headers, to find the batch holding an offset in it.
 _KEEP_BATCHES = 256
+# A stored `.log` scanned from some position is fetched in requests of this size, doubling.
+_FIRST_FETCH = 64 << 10
+_LARGEST_FETCH = 16 << 20
 # Scan findings below this severity (offset gaps after compaction, ...) are normal and not "met".
 SCAN_FINDING_FLOOR = Severity.WARNING
 
@@ -140,9 +144,50 @@ class SegmentView:
         return self._log_source if self._log_source is not None else self._source(self.log_path)
 
     @cached_property
+    def _lazy_log(self) -> tuple[memoryview, Callable[[int, int], None] | None]:
+        return self.log_source.lazy_buffer()
+
+    @property
     def log(self) -> memoryview:
-        """The whole `.log`, for scans."""
-        return self.log_source.buffer()
+        """The `.log` as one buffer, for scans. A stored file holds only what was fetched: the
+        batches a scan of this view yielded (`_scan`) and the entries `_entry_ready` fetched."""
+        return self._lazy_log[0]
+
+    def _ready_from(self, position: int) -> Callable[[int], None] | None:
+        """The scanner's `ready` hook for a scan from `position`: a stored `.log` is fetched ahead
+        of the scan in requests that grow as it goes on, so a lookup that reads a few batches
+        fetches tens of KiB and a full scan takes few requests."""
+        fill = self._lazy_log[1]
+        if fill is None:
+            return None
+        size = self.log_size
+        state = [position, _FIRST_FETCH]  # fetched up to, next request's size
+
+        def ready(upto: int) -> None:
+            if upto > state[0]:
+                target = min(size, max(upto, state[0] + state[1]))
+                fill(state[0], target)
+                state[0], state[1] = target, min(_LARGEST_FETCH, state[1] * 2)
+
+        return ready
+
+    def records_of(self, h: BatchHeader) -> tuple[list[Record], list[Finding]]:
+        """The records of a batch of this segment (found by any view of it) and the findings of
+        their decoding."""
+        self._entry_ready(h.position)
+        return decode_batch_records(self.log, h, self.label)
+
+    def _entry_ready(self, position: int) -> None:
+        """Fetch the entry at `position` of a stored `.log` (bounded by the file) before it is
+        checked in place."""
+        fill = self._lazy_log[1]
+        if fill is None or position < 0:
+            return
+        size = self.log_size
+        fill(position, min(size, position + LOG_OVERHEAD))
+        if position + LOG_OVERHEAD <= size:
+            (length,) = _INT32.unpack_from(self.log, position + 8)
+            fill(position, min(size, position + LOG_OVERHEAD + max(0, length)))
 
     @cached_property
     def log_size(self) -> int:
@@ -237,6 +282,7 @@ class SegmentView:
             mode=ScanMode.RECOVERY,
             start=position,
             resync=False,
+            ready=self._ready_from(position),
         ):
             if isinstance(ev, BatchHeader):
                 self.ledger.batches_read += 1
@@ -451,6 +497,8 @@ class SegmentView:
                 offset=entry.offset,
             )
             return self.scan_tail(0)
+        if 0 <= entry.position < self.log_size:
+            self._entry_ready(entry.position)
         if 0 <= entry.position < self.log_size and plausible_entry_at(
             self.log, entry.position, len(self.log)
         ):

@@ -40,7 +40,6 @@ from kdump.model.index_view import ReadLedger
 from kdump.model.partition import PartitionDir
 from kdump.model.segment_time import SegmentMax
 from kdump.model.segment_view import SegmentView
-from kdump.scan.log_scanner import decode_batch_records
 from kdump.scan.source import read_small_file
 
 SpecialTarget = Literal["earliest", "latest", "max-timestamp"]
@@ -307,7 +306,7 @@ class _Run(ReadLedger):
             saw_v0 = saw_v0 or h.magic == 0
             if h.max_timestamp < t or h.last_offset < lso:
                 continue
-            records, found = decode_batch_records(sv.log, h, sv.label)
+            records, found = sv.records_of(h)
             for f in found:
                 self.add(f)
             for r in records:
@@ -431,7 +430,7 @@ class _Run(ReadLedger):
             if h is None:
                 self.notes.append(f"no batch of segment {sv.seg.name} carries the timestamp {ts}")
                 return self.result("max-timestamp", None, segment=sv.label, segment_largest_timestamp=ts)
-            records, found = decode_batch_records(sv.log, h, sv.label)
+            records, found = sv.records_of(h)
             for f in found:
                 self.add(f)
             # RecordBatch.offsetOfMaxTimestamp: the first record carrying the batch's maxTimestamp.

@@ -9,6 +9,7 @@ it for a file mapping whose scanned pages it may release (here, released pages w
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import mmap
 from collections.abc import Iterator
@@ -54,7 +55,10 @@ class SparseBuffer:
         self.view.release()
         self._array = None
         if self._map is not None:
-            self._map.close()
+            # A slice still held by a caller (a record's key, say) keeps the mapping alive until
+            # it is collected, as for a mapped file.
+            with contextlib.suppress(BufferError):
+                self._map.close()
         self.reader.close()
 
 

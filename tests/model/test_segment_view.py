@@ -37,6 +37,9 @@ class RangedSource:
     def buffer(self) -> memoryview:
         raise AssertionError("positioning must read the log by ranges only")
 
+    def lazy_buffer(self) -> tuple[memoryview, None]:
+        raise AssertionError("positioning must read the log by ranges only")
+
     def modified_ms(self) -> int:
         return 0
 

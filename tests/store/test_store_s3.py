@@ -119,3 +119,45 @@ def test_coverage_counts_bytes_present(kdump: Any, uploaded: tuple[Path, str]) -
     assert pick
     assert pick == [(r["size"], r["valid_bytes"]) for r in there if r["type"] == "summary" and r["file"]]
     assert any(size for size, _ in pick)
+
+
+@pytest.fixture(scope="module")
+def big_partition(s3_store: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A partition of three segments of ~2.4 MB each (400 batches of 20 records), locally and in
+    the store."""
+    from builders import BASE_TS, SegmentBuilder, records
+
+    root = tmp_path_factory.mktemp("bigseek") / "logs"
+    part = root / "big-0"
+    offset = 0
+    for s in range(3):
+        seg = SegmentBuilder(base_offset=offset)
+        for b in range(400):
+            seg.add_v2(records(20, start_ts=BASE_TS + (s * 400 + b) * 100, value_size=300))
+        seg.write(part)
+        offset = seg.next_offset
+    return part, s3_store.upload(root, "store-tests/bigseek") + "/big-0"
+
+
+@pytest.mark.parametrize("when", ["earliest", "latest", "max-timestamp", "mid", "last-segment"])
+def test_seek_on_s3_fetches_ranges_not_segments(
+    kdump: Any, big_partition: tuple[Path, str], when: str
+) -> None:
+    """A seek reads the index entries and the few batches the broker's rule walks through: on a
+    store, a small part of the log, never whole segments."""
+    from builders import BASE_TS
+
+    from kdump.store.remote import FETCHED
+
+    part, url = big_partition
+    target = {"mid": str(BASE_TS + 500 * 100 + 7), "last-segment": str(BASE_TS + 1100 * 100)}.get(when, when)
+    here = kdump("seek-by-time", "--format", "json", target, str(part))
+    before = FETCHED.bytes
+    there = kdump("seek-by-time", "--format", "json", target, url)
+    fetched = FETCHED.bytes - before
+    assert there.exit_code == here.exit_code == 0, there.output
+    assert json.loads(there.stdout.replace(url, "LOC")) == json.loads(here.stdout.replace(str(part), "LOC"))
+    log_bytes = sum(p.stat().st_size for p in part.glob("*.log"))
+    index_bytes = sum(p.stat().st_size for p in part.iterdir() if p.suffix in (".index", ".timeindex"))
+    # Indexes whole, then a few batches by range: well under one segment's third.
+    assert fetched - index_bytes < log_bytes / 30, (fetched, index_bytes, log_bytes)
