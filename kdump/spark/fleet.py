@@ -99,6 +99,30 @@ def _build_report(item: tuple[int, Iterable[tuple[int, Any]]]) -> tuple[int, Par
     return unit, unit_report(target, part, results)
 
 
+def _build_reports(
+    items: Iterable[tuple[int, Iterable[tuple[int, Any]]]],
+) -> list[tuple[int, PartitionReport]]:
+    """Executor side: `_build_report` for the units of one Spark partition. Units at URLs are built
+    by a few threads at once: their state files (checkpoints, snapshots, metadata) each cost
+    requests whose latency would otherwise add up."""
+    items = list(items)
+    if len(items) > 1 and all(_unit_at_url(item) for item in items):
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=URL_THREADS) as pool:
+            return list(pool.map(_build_report, items))
+    return [_build_report(item) for item in items]
+
+
+def _unit_at_url(item: tuple[int, Iterable[tuple[int, Any]]]) -> bool:
+    meta = next((m for i, m in item[1] if i == -1), None)
+    if meta is None:
+        return False
+    target: Target = meta[2]
+    location = str(target.path)
+    return is_url(location) and archive_split(location) is None
+
+
 def _segment_size(s: Segment) -> int:
     try:
         return s.log.stat().st_size if s.log is not None else 0
@@ -128,7 +152,7 @@ def verify_units(sc: Any, units: Sequence[FleetUnit], options: VerifyOptions) ->
     else:
         tagged = meta_rdd
     groups = max(1, min(len(units), parallelism * 4))
-    built = tagged.groupByKey(groups).map(_build_report).collect()
+    built = tagged.groupByKey(groups).mapPartitions(_build_reports).collect()
     return [report for _unit, report in sorted(built, key=lambda t: t[0])]
 
 

@@ -47,11 +47,32 @@ class LocalReader:
         os.close(self._fd)
 
 
+class EmptyReader:
+    """A stored file its listing says is empty: nothing to request (a store answers the open of
+    each file with a metadata request; a log dir holds many empty files)."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self.size = 0
+
+    def read(self, position: int, length: int) -> bytes:
+        """Nothing: the file is empty."""
+        return b""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
 def open_file_reader(location: str) -> RangedReader:
     """A reader of a whole file: local, or at a URL (not inside an archive)."""
     if is_url(location):
         from kdump.store.remote import RemoteReader
+        from kdump.store.trees import tree_holding
 
+        tree = tree_holding(location, listing=False)
+        entry = tree.get(location) if tree is not None else None
+        if entry is not None and entry.kind == "file" and entry.size == 0:
+            return EmptyReader(location)
         return RemoteReader(location)
     return LocalReader(location)
 

@@ -161,3 +161,29 @@ def test_seek_on_s3_fetches_ranges_not_segments(
     index_bytes = sum(p.stat().st_size for p in part.iterdir() if p.suffix in (".index", ".timeindex"))
     # Indexes whole, then a few batches by range: well under one segment's third.
     assert fetched - index_bytes < log_bytes / 30, (fetched, index_bytes, log_bytes)
+
+
+def test_verify_opens_each_nonempty_file_once_and_no_empty_one(
+    kdump: Any, uploaded: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store answers each open with a metadata request: verify opens every file with bytes once
+    (a log dir holds many empty files, which the listing already says are empty)."""
+    from kdump.store import remote
+
+    local, url = uploaded
+    opened: list[str] = []
+    original = remote.RemoteReader.__init__
+
+    def counting(self: Any, location: str) -> None:
+        opened.append(location)
+        original(self, location)
+
+    monkeypatch.setattr(remote.RemoteReader, "__init__", counting)
+    name = CORPUS_DIRS[0]
+    result = kdump("verify", "--jobs", "1", "--format", "json", "--fail-on", "info", f"{url}/{name}")
+    assert result.exit_code in (0, 1), result.output
+    files = [p for p in (local / name).rglob("*") if p.is_file()]
+    empty = {f"{url}/{p.relative_to(local).as_posix()}" for p in files if p.stat().st_size == 0}
+    assert empty, "the corpus log dir holds empty files (active segments' indexes, checkpoints)"
+    assert not empty & set(opened)
+    assert len(opened) == len(set(opened))
