@@ -36,7 +36,16 @@ from kdump.store.buffers import SparseBuffer
 from kdump.store.locations import is_stored
 from kdump.store.readers import open_reader
 
-__all__ = ["ByteSource", "InMemory", "MappedFile", "RangedSource", "SourceOpener", "open_local"]
+__all__ = [
+    "ByteSource",
+    "InMemory",
+    "MappedFile",
+    "RangedSource",
+    "Relabelled",
+    "SourceOpener",
+    "fetch_ahead",
+    "open_local",
+]
 
 
 @runtime_checkable
@@ -229,6 +238,56 @@ class RangedSource:
             self._sparse = None
         else:
             self._reader.close()
+
+
+class Relabelled:
+    """A source named otherwise in findings (a file as the user gave it); the bytes are the source's."""
+
+    def __init__(self, source: ByteSource, label: str) -> None:
+        self._source = source
+        self._label = label
+
+    @property
+    def label(self) -> str:
+        return self._label
+
+    def size(self) -> int:
+        return self._source.size()
+
+    def read(self, position: int, length: int) -> memoryview | bytes:
+        return self._source.read(position, length)
+
+    def buffer(self) -> memoryview:
+        return self._source.buffer()
+
+    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], None] | None]:
+        return self._source.lazy_buffer()
+
+    def modified_ms(self) -> int:
+        return self._source.modified_ms()
+
+    def close(self) -> None:
+        """Nothing: the wrapped source belongs to its opener."""
+
+
+# A stored file scanned from some position is fetched in requests of this size, doubling up to
+# the largest: a lookup that reads a few batches fetches tens of KiB, a long scan takes few requests.
+_FIRST_FETCH = 64 << 10
+_LARGEST_FETCH = 16 << 20
+
+
+def fetch_ahead(fill: Callable[[int, int], None], position: int, size: int) -> Callable[[int], None]:
+    """The scanner's `ready` hook (`scan_log(ready=...)`) for a scan from `position` of a lazily
+    filled buffer of `size` bytes (`ByteSource.lazy_buffer`)."""
+    state = [position, _FIRST_FETCH]  # fetched up to, next request's size
+
+    def ready(upto: int) -> None:
+        if upto > state[0]:
+            target = min(size, max(upto, state[0] + state[1]))
+            fill(state[0], target)
+            state[0], state[1] = target, min(_LARGEST_FETCH, state[1] * 2)
+
+    return ready
 
 
 def open_local(path: Path) -> ByteSource:

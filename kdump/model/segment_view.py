@@ -39,7 +39,7 @@ from kdump.formats.offset_index import OffsetIndexEntry, offset_index_entry_at, 
 from kdump.formats.records import Record
 from kdump.formats.time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
 from kdump.formats.time_index import TimeIndexEntry, time_index_entry_at, time_index_entry_count
-from kdump.model.byte_source import ByteSource, SourceOpener, open_local
+from kdump.model.byte_source import ByteSource, SourceOpener, fetch_ahead, open_local
 from kdump.model.index_view import IndexFile, ReadLedger, load_index, out_of_order, preallocated_pair
 from kdump.model.segment import Segment
 from kdump.scan.events import ScanMode, ScanSummary
@@ -57,9 +57,6 @@ _V2_MAX_TIMESTAMP_POSITION = 35
 _V1_TIMESTAMP_POSITION = 18
 # A tail scan keeps up to this many batch headers, to find the batch holding an offset in it.
 _KEEP_BATCHES = 256
-# A stored `.log` scanned from some position is fetched in requests of this size, doubling.
-_FIRST_FETCH = 64 << 10
-_LARGEST_FETCH = 16 << 20
 # Scan findings below this severity (offset gaps after compaction, ...) are normal and not "met".
 SCAN_FINDING_FLOOR = Severity.WARNING
 
@@ -154,22 +151,9 @@ class SegmentView:
         return self._lazy_log[0]
 
     def _ready_from(self, position: int) -> Callable[[int], None] | None:
-        """The scanner's `ready` hook for a scan from `position`: a stored `.log` is fetched ahead
-        of the scan in requests that grow as it goes on, so a lookup that reads a few batches
-        fetches tens of KiB and a full scan takes few requests."""
+        """The scanner's `ready` hook for a scan from `position` (None for a complete buffer)."""
         fill = self._lazy_log[1]
-        if fill is None:
-            return None
-        size = self.log_size
-        state = [position, _FIRST_FETCH]  # fetched up to, next request's size
-
-        def ready(upto: int) -> None:
-            if upto > state[0]:
-                target = min(size, max(upto, state[0] + state[1]))
-                fill(state[0], target)
-                state[0], state[1] = target, min(_LARGEST_FETCH, state[1] * 2)
-
-        return ready
+        return None if fill is None else fetch_ahead(fill, position, self.log_size)
 
     def records_of(self, h: BatchHeader) -> tuple[list[Record], list[Finding]]:
         """The records of a batch of this segment (found by any view of it) and the findings of

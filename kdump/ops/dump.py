@@ -15,7 +15,7 @@ from pathlib import Path
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.model.byte_source import InMemory
+from kdump.model.byte_source import ByteSource, Relabelled, fetch_ahead, open_local
 from kdump.model.entries import file_kind, segment_base_offset
 from kdump.model.log_dir import Target
 from kdump.model.segment import Segment
@@ -197,7 +197,7 @@ def batch_events_for_expansion(item: DumpItem, options: DumpOptions) -> Iterator
     yield from dump_log(item.path, shallow, base_offset=item.base_offset, label=item.label, item=item)
 
 
-def _start_position(buf: memoryview, item: DumpItem, from_offset: int) -> tuple[int, list[Finding]]:
+def _start_position(source: ByteSource, item: DumpItem, from_offset: int) -> tuple[int, list[Finding]]:
     """Where to start scanning for `from_offset`: the checked offset index lookup of the segment
     reader (`SegmentView.locate`), and the findings of an index that failed its checks.
 
@@ -209,7 +209,7 @@ def _start_position(buf: memoryview, item: DumpItem, from_offset: int) -> tuple[
         return 0, []
     seg = Segment(item.base_offset, item.path, item.index, item.timeindex)
     with ExitStack() as stack:
-        view = SegmentView(seg, item.next_base_offset, stack, log_source=InMemory(buf, item.label))
+        view = SegmentView(seg, item.next_base_offset, stack, log_source=Relabelled(source, item.label))
         position, _ = view.locate(from_offset)
         return position, list(view.ledger.fallback_findings)
 
@@ -233,18 +233,30 @@ def dump_log(
     if item is None:
         item = DumpItem(path, name, True, base_offset, index)
     f = options.filter
-    with open_buffer(path) as buf:
+    # A local file is mapped; a stored one (a URL, a tarball's member) is fetched only from where
+    # the scan starts, as far as it goes (an index lookup for --from-offset reads by ranges).
+    with ExitStack() as stack:
+        source = open_local(path)
+        stack.callback(source.close)
+        buf, fill = source.lazy_buffer()
         yield FileStart(name, "log", len(buf), base_offset)
         start = 0
         found: list[Finding] = []
         if f.from_offset is not None:
-            start, found = _start_position(buf, replace(item, label=name), f.from_offset)
+            start, found = _start_position(source, replace(item, label=name), f.from_offset)
         yield from found
         # --max-bytes limits the scan to a prefix of the file (live brokers); the cut is no damage.
         limit = None if options.max_bytes is None else max(options.max_bytes - start, 0)
+        ready = None if fill is None else fetch_ahead(fill, start, len(buf))
         events = _counting(
             scan_log(
-                buf, file=name, base_offset=base_offset, deep=options.records, start=start, max_bytes=limit
+                buf,
+                file=name,
+                base_offset=base_offset,
+                deep=options.records,
+                start=start,
+                max_bytes=limit,
+                ready=ready,
             ),
             found,
         )
@@ -299,6 +311,13 @@ def unreadable(path: str, message: str) -> Finding:
     return make_finding("unreadable-file", path, message)
 
 
+def batches_span(events: Iterable[DumpEvent]) -> tuple[int, int]:
+    """The positions [start, end) the batches among `events` occupy: all a worker decoding their
+    records reads of the file (a stored file is fetched only there)."""
+    spans = [(ev.position, ev.position + ev.size) for ev in events if isinstance(ev, BatchHeader)]
+    return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
+
+
 def expand_batches(
     path: Path, events: list[DumpEvent], options: DumpOptions, label: str, decoder: str | None = None
 ) -> list[DumpEvent]:
@@ -310,7 +329,7 @@ def expand_batches(
     """
     out: list[DumpEvent] = []
     f = options.filter
-    with open_buffer(path) as buf:
+    with open_buffer(path, span=batches_span(events)) as buf:
         for ev in events:
             if not isinstance(ev, BatchHeader):
                 out.append(ev)

@@ -28,7 +28,7 @@ from typing import IO, Any
 from kdump.findings import Finding, Severity
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.dump import DumpEvent, DumpOptions, expand_batches
+from kdump.ops.dump import DumpEvent, DumpOptions, batches_span, expand_batches
 from kdump.ops.files import FileStart
 from kdump.ops.internal import InternalRecord
 from kdump.ops.workers import worker_pool
@@ -78,7 +78,7 @@ def _work_fast(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
             parts.append(_render_context(pending, label, fmt, encoding))
             pending.clear()
 
-    with open_buffer(as_path(path)) as buf:
+    with open_buffer(as_path(path), span=batches_span(events)) as buf:
         for ev in events:
             if not isinstance(ev, BatchHeader):
                 pending.append(ev)  # a finding of the batch-level scan, counted there

@@ -19,20 +19,28 @@ from kdump.store.locations import is_stored
 
 
 @contextmanager
-def open_buffer(path: str | os.PathLike[str], max_bytes: int | None = None) -> Iterator[memoryview]:
+def open_buffer(
+    path: str | os.PathLike[str], max_bytes: int | None = None, *, span: tuple[int, int] | None = None
+) -> Iterator[memoryview]:
     """Map `path` read-only and yield a memoryview of it (at most `max_bytes` of its prefix).
 
-    A stored location (a URL, a tarball's member) is read whole into an anonymous mapping instead
-    (`kdump.store.buffers`).
+    A stored location (a URL, a tarball's member) is read into an anonymous mapping of the file's
+    size instead (`kdump.store.buffers`): whole, or only the positions [start, end) of `span` when
+    the caller reads nothing else (a chunk of batches); a local file is mapped whole either way.
 
     Raises:
         PathError: the file cannot be opened or mapped.
     """
     if is_stored(path):
-        from kdump.store.buffers import open_stored_buffer
+        from kdump.store.buffers import open_stored_buffer, sparse_buffer
 
-        with open_stored_buffer(os.fspath(path), max_bytes) as stored:
-            yield stored
+        if span is None:
+            with open_stored_buffer(os.fspath(path), max_bytes) as stored:
+                yield stored
+            return
+        with sparse_buffer(os.fspath(path), max_bytes) as sb:
+            sb.fill(*span)
+            yield sb.view
         return
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))

@@ -187,3 +187,23 @@ def test_verify_opens_each_nonempty_file_once_and_no_empty_one(
     assert empty, "the corpus log dir holds empty files (active segments' indexes, checkpoints)"
     assert not empty & set(opened)
     assert len(opened) == len(set(opened))
+
+
+def test_dump_from_offset_on_s3_fetches_from_the_index_entry(
+    kdump: Any, big_partition: tuple[Path, str]
+) -> None:
+    """`dump --from-offset` finds its start by the offset index (read by ranges) and fetches the
+    log from there: the batches it shows, not the segment."""
+    from kdump.store.remote import FETCHED
+
+    part, url = big_partition
+    args = ("dump", "--from-offset", "23990", "--records", "--format", "json")
+    here = kdump(*args, str(part))
+    before = FETCHED.bytes
+    there = kdump(*args, url)
+    fetched = FETCHED.bytes - before
+    assert there.exit_code == here.exit_code == 0, there.output
+    assert there.stdout.replace(url, "LOC") == here.stdout.replace(str(part), "LOC")
+    assert '"offset":23999' in there.stdout
+    segment = max(p.stat().st_size for p in part.glob("*.log"))
+    assert fetched < segment / 20, (fetched, segment)
