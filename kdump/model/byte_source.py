@@ -24,15 +24,15 @@ closes the sources it opened when its `ExitStack` closes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from kdump.errors import PathError
 from kdump.scan.source import open_buffer
-from kdump.store.buffers import SparseBuffer
+from kdump.store.buffers import SparseBuffer, sparse_buffer
 from kdump.store.locations import is_stored
 from kdump.store.readers import open_reader
 
@@ -276,7 +276,7 @@ _FIRST_FETCH = 64 << 10
 _LARGEST_FETCH = 16 << 20
 
 
-def fetch_ahead(fill: Callable[[int, int], None], position: int, size: int) -> Callable[[int], None]:
+def fetch_ahead(fill: Callable[[int, int], object], position: int, size: int) -> Callable[[int], None]:
     """The scanner's `ready` hook (`scan_log(ready=...)`) for a scan from `position` of a lazily
     filled buffer of `size` bytes (`ByteSource.lazy_buffer`)."""
     state = [position, _FIRST_FETCH]  # fetched up to, next request's size
@@ -288,6 +288,26 @@ def fetch_ahead(fill: Callable[[int, int], None], position: int, size: int) -> C
             state[0], state[1] = target, min(_LARGEST_FETCH, state[1] * 2)
 
     return ready
+
+
+@contextmanager
+def open_scan(path: Path) -> Iterator[tuple[memoryview, Callable[[int], None] | None]]:
+    """A file's bytes for one forward scan, and the scanner's `ready` hook (None: all there).
+
+    A local file is mapped. A stored one is fetched ahead of the scan as it goes and the memory
+    of what it has passed is handed back (`scan_log` releases it as it releases a mapped file's
+    pages), so a scan of a stored segment has a constant footprint: the caller must read nothing
+    behind the scan's position.
+
+    Raises:
+        PathError: the file cannot be opened.
+    """
+    if not is_stored(path):
+        with open_buffer(path) as buf:
+            yield buf, None
+        return
+    with sparse_buffer(str(path), releasable=True) as sb:
+        yield sb.view, fetch_ahead(sb.fill, 0, sb.size)
 
 
 def open_local(path: Path) -> ByteSource:

@@ -19,6 +19,7 @@ from kdump.formats.filenames import parse_segment_file_name
 from kdump.formats.offset_index import decode_offset_index
 from kdump.formats.time_index import decode_time_index
 from kdump.formats.txn_index import TxnIndexContents, decode_txn_index
+from kdump.model.byte_source import open_scan
 from kdump.model.segment import Segment
 from kdump.scan.events import ScanMode, ScanSummary, StopReason
 from kdump.scan.index_checks import BatchSpan, BatchTable, check_offset_index, check_time_index
@@ -69,7 +70,8 @@ def check_segment(
     last_epoch = -1
     try:
         # The whole file is mapped and the scan limited: a cut prefix must not look like a torn tail.
-        with open_buffer(segment.log) as buf:
+        # One forward scan: a stored log is fetched as it goes, in constant memory.
+        with open_scan(segment.log) as (buf, ready):
             for ev in scan_log(
                 buf,
                 file=log_label,
@@ -77,6 +79,7 @@ def check_segment(
                 deep=deep,
                 mode=ScanMode.FORENSIC,
                 max_bytes=max_bytes,
+                ready=ready,
             ):
                 if isinstance(ev, BatchHeader):
                     if not ev.crc_ok:

@@ -165,6 +165,23 @@ def _page_evicter(buf: Buffer) -> Callable[[int], None] | None:
     a 1 GiB segment within a constant footprint (the pages stay in the page cache).
     """
     mm = buf.obj if isinstance(buf, memoryview) else None
+    if mm is not None and not isinstance(mm, mmap.mmap):
+        # A stored file's buffer, filled as the scan goes (`scan_log(ready=...)`): its scanned
+        # pages are handed back the same way, so a scan of a stored segment stays small too.
+        from kdump.store.buffers import releaser
+
+        release = releaser(mm)
+        if release is None:
+            return None
+        released = 0
+
+        def release_before(position: int) -> None:
+            nonlocal released
+            if position - released >= EVICT_EVERY:
+                release(released, position)
+                released = position
+
+        return release_before
     if not isinstance(mm, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
         return None
     done = 0

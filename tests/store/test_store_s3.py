@@ -207,3 +207,38 @@ def test_dump_from_offset_on_s3_fetches_from_the_index_entry(
     assert '"offset":23999' in there.stdout
     segment = max(p.stat().st_size for p in part.glob("*.log"))
     assert fetched < segment / 20, (fetched, segment)
+
+
+def test_verify_of_a_big_stored_segment_hands_back_what_it_scanned(
+    kdump: Any, s3_store: Any, tmp_path: Path
+) -> None:
+    """verify scans a stored segment as it arrives and hands back the memory of what it passed:
+    its footprint does not follow the segment's size; findings are those of the local files,
+    damage included."""
+    import random
+
+    from builders import BASE_TS, SegmentBuilder
+
+    from kdump.formats.records import NewRecord
+    from kdump.store.buffers import RELEASED
+
+    rnd = random.Random(3)
+    seg = SegmentBuilder()
+    for b in range(90):  # ~45 MB: beyond a few release steps
+        seg.add_v2([NewRecord(b"k%d" % i, rnd.randbytes(50_000), BASE_TS + b) for i in range(10)])
+    log = seg.write(tmp_path / "logs" / "big-0")
+    data = bytearray(log.read_bytes())
+    middle = seg.spans[len(seg.spans) // 2][0]
+    data[middle + 1000] ^= 0xFF  # a checksum failure half way: found past released memory
+    log.write_bytes(bytes(data))
+    url = s3_store.upload(tmp_path / "logs", "store-tests/bigverify") + "/big-0"
+    for deep in ((), ("--deep",)):
+        here = kdump("verify", "--jobs", "1", "--format", "json", *deep, str(log.parent))
+        before = RELEASED.bytes
+        there = kdump("verify", "--jobs", "1", "--format", "json", *deep, url)
+        assert there.exit_code == here.exit_code == 1, there.output
+        # Repair hints name a local copy of a stored file (repairs work on local files only).
+        stored = there.stdout.replace(url, "LOC").replace("a local copy of LOC", "LOC")
+        assert stored == here.stdout.replace(str(log.parent), "LOC")
+        assert '"code":"crc-mismatch"' in there.stdout
+        assert RELEASED.bytes - before > len(data) // 2
