@@ -24,6 +24,7 @@ closes the sources it opened when its `ExitStack` closes.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -270,15 +271,22 @@ class Relabelled:
         """Nothing: the wrapped source belongs to its opener."""
 
 
+# A log entry's offset and length fields (the length counts what follows them).
+_ENTRY_PREFIX = struct.Struct(">qi")
+
 # A stored file scanned from some position is fetched in requests of this size, doubling up to
 # the largest: a lookup that reads a few batches fetches tens of KiB, a long scan takes few requests.
 _FIRST_FETCH = 64 << 10
 _LARGEST_FETCH = 16 << 20
 
 
-def fetch_ahead(fill: Callable[[int, int], object], position: int, size: int) -> Callable[[int], None]:
+def fetch_ahead(
+    fill: Callable[[int, int], object] | None, position: int, size: int
+) -> Callable[[int], None] | None:
     """The scanner's `ready` hook (`scan_log(ready=...)`) for a scan from `position` of a lazily
-    filled buffer of `size` bytes (`ByteSource.lazy_buffer`)."""
+    filled buffer of `size` bytes (`ByteSource.lazy_buffer`); None for a complete buffer."""
+    if fill is None:
+        return None
     state = [position, _FIRST_FETCH]  # fetched up to, next request's size
 
     def ready(upto: int) -> None:
@@ -288,6 +296,18 @@ def fetch_ahead(fill: Callable[[int, int], object], position: int, size: int) ->
             state[0], state[1] = target, min(_LARGEST_FETCH, state[1] * 2)
 
     return ready
+
+
+def fetch_entry(fill: Callable[[int, int], object] | None, buf: memoryview, position: int) -> None:
+    """Fill the log entry at `position` of a lazily filled buffer (`ByteSource.lazy_buffer`): its
+    length field first, then the entry, bounded by the buffer (nothing for a complete buffer)."""
+    size = len(buf)
+    if fill is None or position < 0:
+        return
+    fill(position, min(size, position + _ENTRY_PREFIX.size))
+    if position + _ENTRY_PREFIX.size <= size:
+        length = _ENTRY_PREFIX.unpack_from(buf, position)[1]
+        fill(position, min(size, position + _ENTRY_PREFIX.size + max(0, length)))
 
 
 @contextmanager

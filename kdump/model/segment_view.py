@@ -39,7 +39,7 @@ from kdump.formats.offset_index import OffsetIndexEntry, offset_index_entry_at, 
 from kdump.formats.records import Record
 from kdump.formats.time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
 from kdump.formats.time_index import TimeIndexEntry, time_index_entry_at, time_index_entry_count
-from kdump.model.byte_source import ByteSource, SourceOpener, fetch_ahead, open_local
+from kdump.model.byte_source import ByteSource, SourceOpener, fetch_ahead, fetch_entry, open_local
 from kdump.model.index_view import IndexFile, ReadLedger, load_index, out_of_order, preallocated_pair
 from kdump.model.segment import Segment
 from kdump.scan.events import ScanMode, ScanSummary
@@ -147,31 +147,14 @@ class SegmentView:
     @property
     def log(self) -> memoryview:
         """The `.log` as one buffer, for scans. A stored file holds only what was fetched: the
-        batches a scan of this view yielded (`_scan`) and the entries `_entry_ready` fetched."""
+        batches a scan of this view yielded (`_scan`) and the entries `fetch_entry` fetched."""
         return self._lazy_log[0]
-
-    def _ready_from(self, position: int) -> Callable[[int], None] | None:
-        """The scanner's `ready` hook for a scan from `position` (None for a complete buffer)."""
-        fill = self._lazy_log[1]
-        return None if fill is None else fetch_ahead(fill, position, self.log_size)
 
     def records_of(self, h: BatchHeader) -> tuple[list[Record], list[Finding]]:
         """The records of a batch of this segment (found by any view of it) and the findings of
         their decoding."""
-        self._entry_ready(h.position)
+        fetch_entry(self._lazy_log[1], self.log, h.position)
         return decode_batch_records(self.log, h, self.label)
-
-    def _entry_ready(self, position: int) -> None:
-        """Fetch the entry at `position` of a stored `.log` (bounded by the file) before it is
-        checked in place."""
-        fill = self._lazy_log[1]
-        if fill is None or position < 0:
-            return
-        size = self.log_size
-        fill(position, min(size, position + LOG_OVERHEAD))
-        if position + LOG_OVERHEAD <= size:
-            (length,) = _INT32.unpack_from(self.log, position + 8)
-            fill(position, min(size, position + LOG_OVERHEAD + max(0, length)))
 
     @cached_property
     def log_size(self) -> int:
@@ -266,7 +249,7 @@ class SegmentView:
             mode=ScanMode.RECOVERY,
             start=position,
             resync=False,
-            ready=self._ready_from(position),
+            ready=fetch_ahead(self._lazy_log[1], position, self.log_size),
         ):
             if isinstance(ev, BatchHeader):
                 self.ledger.batches_read += 1
@@ -482,7 +465,7 @@ class SegmentView:
             )
             return self.scan_tail(0)
         if 0 <= entry.position < self.log_size:
-            self._entry_ready(entry.position)
+            fetch_entry(self._lazy_log[1], self.log, entry.position)
         if 0 <= entry.position < self.log_size and plausible_entry_at(
             self.log, entry.position, len(self.log)
         ):

@@ -247,7 +247,7 @@ def dump_log(
         yield from found
         # --max-bytes limits the scan to a prefix of the file (live brokers); the cut is no damage.
         limit = None if options.max_bytes is None else max(options.max_bytes - start, 0)
-        ready = None if fill is None else fetch_ahead(fill, start, len(buf))
+        ready = fetch_ahead(fill, start, len(buf))
         events = _counting(
             scan_log(
                 buf,
