@@ -184,7 +184,10 @@ class RangedSource:
     bytes it asks for, a scan only as far as it goes (`lazy_buffer`); `buffer()` fetches the rest
     of the file, once."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, forward_only: bool = False) -> None:
+        """`forward_only`: the lazy buffer is read by one forward scan, which may hand back what
+        it has passed (`kdump.store.buffers.SparseBuffer`)."""
+        self._forward_only = forward_only
         self.path = path
         self._reader = open_reader(str(path))
         self._sparse: SparseBuffer | None = None
@@ -203,7 +206,7 @@ class RangedSource:
 
     def _buffer(self) -> SparseBuffer:
         if self._sparse is None:
-            self._sparse = SparseBuffer(self._reader, self._size)
+            self._sparse = SparseBuffer(self._reader, self._size, releasable=self._forward_only)
         return self._sparse
 
     def buffer(self) -> memoryview:
@@ -330,9 +333,9 @@ def open_scan(path: Path) -> Iterator[tuple[memoryview, Callable[[int], None] | 
         yield sb.view, fetch_ahead(sb.fill, 0, sb.size)
 
 
-def open_local(path: Path) -> ByteSource:
+def open_local(path: Path, *, forward_only: bool = False) -> ByteSource:
     """The default `SourceOpener`: a local file, mapped on first use; a stored one (a URL, a
-    tarball's member), read by ranges."""
+    tarball's member), read by ranges (`forward_only`: see `RangedSource`)."""
     if is_stored(path):
-        return RangedSource(path)
+        return RangedSource(path, forward_only=forward_only)
     return MappedFile(path)

@@ -234,9 +234,10 @@ def dump_log(
         item = DumpItem(path, name, True, base_offset, index)
     f = options.filter
     # A local file is mapped; a stored one (a URL, a tarball's member) is fetched only from where
-    # the scan starts, as far as it goes (an index lookup for --from-offset reads by ranges).
+    # the scan starts, as far as it goes (an index lookup for --from-offset reads by ranges), and
+    # what the scan has passed is handed back: nothing reads behind it.
     with ExitStack() as stack:
-        source = open_local(path)
+        source = open_local(path, forward_only=True)
         stack.callback(source.close)
         buf, fill = source.lazy_buffer()
         yield FileStart(name, "log", len(buf), base_offset)

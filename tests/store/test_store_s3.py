@@ -209,10 +209,10 @@ def test_dump_from_offset_on_s3_fetches_from_the_index_entry(
     assert fetched < segment / 20, (fetched, segment)
 
 
-def test_verify_of_a_big_stored_segment_hands_back_what_it_scanned(
+def test_verify_and_dump_of_a_big_stored_segment_hand_back_what_they_scanned(
     kdump: Any, s3_store: Any, tmp_path: Path
 ) -> None:
-    """verify scans a stored segment as it arrives and hands back the memory of what it passed:
+    """verify and dump scan a stored segment as it arrives and hand back the memory of what they passed:
     its footprint does not follow the segment's size; findings are those of the local files,
     damage included."""
     import random
@@ -241,4 +241,13 @@ def test_verify_of_a_big_stored_segment_hands_back_what_it_scanned(
         stored = there.stdout.replace(url, "LOC").replace("a local copy of LOC", "LOC")
         assert stored == here.stdout.replace(str(log.parent), "LOC")
         assert '"code":"crc-mismatch"' in there.stdout
+        assert RELEASED.bytes - before > len(data) // 2
+    # dump, batches and records, the same way.
+    for records in ((), ("--records",)):
+        here = kdump("dump", "--jobs", "1", "--format", "json", *records, str(log))
+        before = RELEASED.bytes
+        there = kdump("dump", "--jobs", "1", "--format", "json", *records, f"{url}/{log.name}")
+        assert there.exit_code == here.exit_code, there.output
+        stored = there.stdout.replace(url, "LOC").replace("a local copy of LOC", "LOC")
+        assert stored == here.stdout.replace(str(log.parent), "LOC")
         assert RELEASED.bytes - before > len(data) // 2
