@@ -24,7 +24,6 @@ closes the sources it opened when its `ExitStack` closes.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -32,6 +31,8 @@ from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from kdump.errors import PathError
+from kdump.formats.batch import ENTRY_PREFIX
+from kdump.formats.constants import LOG_OVERHEAD
 from kdump.scan.source import open_buffer
 from kdump.store.buffers import SparseBuffer, sparse_buffer
 from kdump.store.locations import is_stored
@@ -42,7 +43,6 @@ __all__ = [
     "InMemory",
     "MappedFile",
     "RangedSource",
-    "Relabelled",
     "SourceOpener",
     "fetch_ahead",
     "open_local",
@@ -70,7 +70,7 @@ class ByteSource(Protocol):
         """The whole file as one buffer, valid until `close()`."""
         ...
 
-    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], None] | None]:
+    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], object] | None]:
         """A buffer of the whole file whose range [start, end) holds the file's bytes once
         `fill(start, end)` was called; `fill` is None when every byte is there already."""
         ...
@@ -104,7 +104,7 @@ class MappedFile:
             self._buf = self._stack.enter_context(open_buffer(self.path))
         return self._buf
 
-    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], None] | None]:
+    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], object] | None]:
         return self.buffer(), None
 
     def size(self) -> int:
@@ -154,7 +154,7 @@ class InMemory:
     def buffer(self) -> memoryview:
         return self._data
 
-    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], None] | None]:
+    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], object] | None]:
         return self._data, None
 
     def size(self) -> int:
@@ -216,12 +216,9 @@ class RangedSource:
             self._complete = True
         return sb.view
 
-    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], None] | None]:
+    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], object] | None]:
         sb = self._buffer()
-        return sb.view, (None if self._complete else self._fill)
-
-    def _fill(self, start: int, end: int) -> None:
-        self._buffer().fill(start, end)
+        return sb.view, (None if self._complete else sb.fill)
 
     def size(self) -> int:
         return self._size
@@ -243,39 +240,6 @@ class RangedSource:
         else:
             self._reader.close()
 
-
-class Relabelled:
-    """A source named otherwise in findings (a file as the user gave it); the bytes are the source's."""
-
-    def __init__(self, source: ByteSource, label: str) -> None:
-        self._source = source
-        self._label = label
-
-    @property
-    def label(self) -> str:
-        return self._label
-
-    def size(self) -> int:
-        return self._source.size()
-
-    def read(self, position: int, length: int) -> memoryview | bytes:
-        return self._source.read(position, length)
-
-    def buffer(self) -> memoryview:
-        return self._source.buffer()
-
-    def lazy_buffer(self) -> tuple[memoryview, Callable[[int, int], None] | None]:
-        return self._source.lazy_buffer()
-
-    def modified_ms(self) -> int:
-        return self._source.modified_ms()
-
-    def close(self) -> None:
-        """Nothing: the wrapped source belongs to its opener."""
-
-
-# A log entry's offset and length fields (the length counts what follows them).
-_ENTRY_PREFIX = struct.Struct(">qi")
 
 # A stored file scanned from some position is fetched in requests of this size, doubling up to
 # the largest: a lookup that reads a few batches fetches tens of KiB, a long scan takes few requests.
@@ -307,10 +271,10 @@ def fetch_entry(fill: Callable[[int, int], object] | None, buf: memoryview, posi
     size = len(buf)
     if fill is None or position < 0:
         return
-    fill(position, min(size, position + _ENTRY_PREFIX.size))
-    if position + _ENTRY_PREFIX.size <= size:
-        length = _ENTRY_PREFIX.unpack_from(buf, position)[1]
-        fill(position, min(size, position + _ENTRY_PREFIX.size + max(0, length)))
+    fill(position, min(size, position + ENTRY_PREFIX.size))
+    if position + ENTRY_PREFIX.size <= size:
+        length = ENTRY_PREFIX.unpack_from(buf, position)[1]
+        fill(position, min(size, position + LOG_OVERHEAD + max(0, length)))
 
 
 @contextmanager

@@ -103,6 +103,8 @@ class SegmentView:
         stack: closes the sources this view opens.
         ledger: where findings and the cost counters go (shared by the views of one query).
         open_source: how a path becomes a `ByteSource` (local files mapped, by default).
+        log_source: the `.log`'s bytes, when the caller holds them open already.
+        label: how findings name the `.log` (default: the source's label, or its path).
     """
 
     def __init__(
@@ -114,6 +116,7 @@ class SegmentView:
         *,
         open_source: SourceOpener = open_local,
         log_source: ByteSource | None = None,
+        label: str | None = None,
     ) -> None:
         assert seg.log is not None
         self.ledger = ledger if ledger is not None else ReadLedger()
@@ -125,7 +128,7 @@ class SegmentView:
         self.log_path = seg.log
         self._open_source = open_source
         self._log_source = log_source
-        self.label = log_source.label if log_source is not None else str(seg.log)
+        self.label = label or (log_source.label if log_source is not None else str(seg.log))
         self.ledger.segments_examined += 1
 
     # -- the files --
@@ -141,7 +144,7 @@ class SegmentView:
         return self._log_source if self._log_source is not None else self._source(self.log_path)
 
     @cached_property
-    def _lazy_log(self) -> tuple[memoryview, Callable[[int, int], None] | None]:
+    def _lazy_log(self) -> tuple[memoryview, Callable[[int, int], object] | None]:
         return self.log_source.lazy_buffer()
 
     @property
@@ -464,8 +467,7 @@ class SegmentView:
                 offset=entry.offset,
             )
             return self.scan_tail(0)
-        if 0 <= entry.position < self.log_size:
-            fetch_entry(self._lazy_log[1], self.log, entry.position)
+        fetch_entry(self._lazy_log[1], self.log, entry.position)
         if 0 <= entry.position < self.log_size and plausible_entry_at(
             self.log, entry.position, len(self.log)
         ):

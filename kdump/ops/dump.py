@@ -8,14 +8,14 @@ summary) for logs, or `Entry` events for other files. Nothing is buffered beyond
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.model.byte_source import ByteSource, Relabelled, fetch_ahead, open_local
+from kdump.model.byte_source import ByteSource, fetch_ahead, open_local
 from kdump.model.entries import file_kind, segment_base_offset
 from kdump.model.log_dir import Target
 from kdump.model.segment import Segment
@@ -209,7 +209,7 @@ def _start_position(source: ByteSource, item: DumpItem, from_offset: int) -> tup
         return 0, []
     seg = Segment(item.base_offset, item.path, item.index, item.timeindex)
     with ExitStack() as stack:
-        view = SegmentView(seg, item.next_base_offset, stack, log_source=Relabelled(source, item.label))
+        view = SegmentView(seg, item.next_base_offset, stack, log_source=source, label=item.label)
         position, _ = view.locate(from_offset)
         return position, list(view.ledger.fallback_findings)
 
@@ -236,9 +236,7 @@ def dump_log(
     # A local file is mapped; a stored one (a URL, a tarball's member) is fetched only from where
     # the scan starts, as far as it goes (an index lookup for --from-offset reads by ranges), and
     # what the scan has passed is handed back: nothing reads behind it.
-    with ExitStack() as stack:
-        source = open_local(path, forward_only=True)
-        stack.callback(source.close)
+    with closing(open_local(path, forward_only=True)) as source:
         buf, fill = source.lazy_buffer()
         yield FileStart(name, "log", len(buf), base_offset)
         start = 0

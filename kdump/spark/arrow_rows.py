@@ -213,18 +213,20 @@ def _runs(headers: Iterable[BatchHeader], rows: int) -> Iterator[list[BatchHeade
 def _kept_rows(arrays: dict[str, Any], bounds: Bounds) -> Any | None:
     """The mask of the rows that pass `bounds`, judged as `Bounds.keeps_record` judges one record;
     None when the bounds do not bound records."""
-    offsets, us = arrays["offset"], arrays["timestamp"].cast(pa.int64())
+    if not bounds.on_records:
+        return None
+    offsets = arrays["offset"]
     masks = []
     if bounds.offset_lo is not None:
         masks.append(pc.greater_equal(offsets, bounds.offset_lo))
     if bounds.offset_hi is not None:
         masks.append(pc.less_equal(offsets, bounds.offset_hi))
-    if bounds.ts_lo_us is not None:
-        masks.append(pc.greater_equal(us, bounds.ts_lo_us))
-    if bounds.ts_hi_us is not None:
-        masks.append(pc.less_equal(us, bounds.ts_hi_us))
-    if not masks:
-        return None
+    if bounds.ts_lo_us is not None or bounds.ts_hi_us is not None:
+        us = arrays["timestamp"].cast(pa.int64())
+        if bounds.ts_lo_us is not None:
+            masks.append(pc.greater_equal(us, bounds.ts_lo_us))
+        if bounds.ts_hi_us is not None:
+            masks.append(pc.less_equal(us, bounds.ts_hi_us))
     mask = masks[0]
     for m in masks[1:]:
         mask = pc.and_(mask, m)

@@ -80,7 +80,11 @@ URL_THREADS = 8
 
 
 def _at_url(segment: Segment) -> bool:
-    location = str(segment.log)
+    return _is_plain_url(str(segment.log))
+
+
+def _is_plain_url(location: str) -> bool:
+    """At a URL and not inside a tarball (a compressed tarball's members share one stream)."""
     return is_url(location) and archive_split(location) is None
 
 
@@ -119,8 +123,7 @@ def _unit_at_url(item: tuple[int, Iterable[tuple[int, Any]]]) -> bool:
     if meta is None:
         return False
     target: Target = meta[2]
-    location = str(target.path)
-    return is_url(location) and archive_split(location) is None
+    return _is_plain_url(str(target.path))
 
 
 def _segment_size(s: Segment) -> int:
