@@ -65,5 +65,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     return "kdump corpus: bundled subset only (tests needing the full corpus will skip)"
 
 
-# A real S3 server (moto's) for the storage layer and the Spark source on s3:// paths.
+# Real Kafka brokers (fetched with Maven into a cache outside git) for the 4.x corpus and behaviour
+# tests, and a real S3 server (moto's) for the storage layer and the Spark source on s3:// paths.
+from brokers.fixtures import kafka_newest, kafka_single  # noqa: E402, F401
 from s3_server import s3_store  # noqa: E402, F401
