@@ -15,7 +15,9 @@ from kdump.formats.constants import ControlType
 from kdump.formats.records import NewRecord
 from kdump.model.partition import PartitionDir
 from kdump.ops.dump import DumpOptions, dump_file
+from kdump.formats.batch import BatchHeader
 from kdump.ops.internal import InternalRecord, choose_decoder
+from kdump.render.text import internal_record_line
 from kdump.ops.transactions import partition_transactions
 
 Run = Callable[..., Result]
@@ -33,6 +35,18 @@ DECODER_ORACLES = [
 def _record_lines(data: bytes) -> list[bytes]:
     # Keys and values of internal records may hold newlines: split on "\n" only, keep "| offset:" lines.
     return [line for line in data.split(b"\n") if line.startswith(b"| offset:")]
+
+
+def _kafka_lines(log: Path, kafka: str) -> list[bytes]:
+    """Record lines as `internal_record_line` renders them in the style of Kafka `kafka`'s tool."""
+    lines: list[bytes] = []
+    batch: BatchHeader | None = None
+    for ev in dump_file(log, DumpOptions(records=True)):
+        if isinstance(ev, BatchHeader):
+            batch = ev
+        elif isinstance(ev, InternalRecord):
+            lines.append(internal_record_line(ev, batch, kafka=kafka).encode("utf-8", "surrogateescape"))
+    return lines
 
 
 @pytest.mark.parametrize(("corpus_dir", "partition", "decoder"), DECODER_ORACLES)
@@ -53,11 +67,16 @@ def test_decoded_record_lines_equal_kafkas_decoder_output(
         )
         if not oracle.exists():
             continue
+        theirs = _record_lines(gzip.decompress(oracle.read_bytes()))
+        # The Kafka 3.8 tool's text, from the one render function a Kafka-compatible mode calls.
+        assert _kafka_lines(log, "3.8") == theirs
+        # kdump's text mode prints the newest Kafka's text, which is the same for offsets records.
         result = kdump("dump", "--records", "--format", "text", str(log))
         assert result.exit_code == 0, result.stderr
         ours = _record_lines(result.stdout_bytes)
-        theirs = _record_lines(gzip.decompress(oracle.read_bytes()))
-        assert ours == theirs
+        assert ours == _kafka_lines(log, "4.4")
+        if decoder == "offsets-decoder":
+            assert ours == theirs
         compared += len(ours)
     assert compared > 0
 
