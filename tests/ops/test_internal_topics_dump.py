@@ -11,14 +11,14 @@ import pytest
 from builders import SegmentBuilder, records
 from click.testing import Result
 
+from kdump.formats.batch import BatchHeader
 from kdump.formats.constants import ControlType
 from kdump.formats.records import NewRecord
 from kdump.model.partition import PartitionDir
 from kdump.ops.dump import DumpOptions, dump_file
-from kdump.formats.batch import BatchHeader
 from kdump.ops.internal import InternalRecord, choose_decoder
-from kdump.render.text import internal_record_line
 from kdump.ops.transactions import partition_transactions
+from kdump.render.text import internal_record_line
 
 Run = Callable[..., Result]
 

@@ -9,10 +9,10 @@ internal-topic decoders must reproduce.
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import warnings
 from collections.abc import Iterator
-import os
 from pathlib import Path
 from typing import NamedTuple
 

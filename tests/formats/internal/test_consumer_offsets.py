@@ -13,11 +13,11 @@ from wire import all_versions, encode_message, full_values, json_view
 
 from kdump.errors import CorruptFieldError, DecodeError, TruncatedError
 from kdump.formats.internal.consumer_offsets import (
-    KAFKA3_TYPES,
-    KAFKA4_REMOVED_TYPES,
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     GROUP_METADATA_VALUE,
+    KAFKA3_TYPES,
+    KAFKA4_REMOVED_TYPES,
     OFFSET_COMMIT_KEY,
     OFFSET_COMMIT_VALUE,
     RECORD_TYPES,
