@@ -100,6 +100,12 @@ VOTERS_RECORD: Final = message(
     ),
 )
 
+CONTROL_RECORD_KEY: Final = message("ControlRecordTypeSchema", "0", "none", fld("type", INT16))
+"""A control record's key after its `int16` version (read by hand below, with the same layout)."""
+
+END_TXN_MARKER: Final = message("EndTxnMarker", "0", "none", fld("coordinatorEpoch", INT32))
+"""A transaction marker's value after its `int16` version (read by hand below, with the same layout)."""
+
 CONTROL_TYPES: Final[dict[int, str]] = {
     0: "ABORT",
     1: "COMMIT",
