@@ -24,7 +24,6 @@ import json
 import re
 import zipfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -406,13 +405,3 @@ def test_early_access_layouts_are_only_tried_after_the_current_one() -> None:
 
 def _mapped_names() -> set[str]:
     return {m.name for m in _mapped()}
-
-
-@pytest.fixture(autouse=True)
-def _brokers_on_path() -> Iterator[None]:
-    import sys
-
-    tests = str(Path(__file__).resolve().parents[2])
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-    yield
