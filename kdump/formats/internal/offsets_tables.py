@@ -190,7 +190,6 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE: Final = message(
         nullable="0+",
         tagged="0+",
         tag=0,
-        default=None,
     ),
 )
 
@@ -215,7 +214,8 @@ def topic_partitions_array(name: str = "TopicPartition", *, epochs: bool = False
             name,
             fld("topicId", UUID),
             fld("partitions", ArrayOf(INT32)),
-            fld("assignmentEpochs", ArrayOf(INT32), nullable="0+", tagged="0+", tag=0, default=None),
+            # Kafka's JSON `"default": null` means no default: absent, the epochs are empty.
+            fld("assignmentEpochs", ArrayOf(INT32), nullable="0+", tagged="0+", tag=0),
             common=True,
         )
     )

@@ -153,7 +153,7 @@ STREAMS_GROUP_METADATA_VALUE: Final = message(
     fld("epoch", INT32),
     fld("metadataHash", INT64),
     fld("validatedTopologyEpoch", INT32, tagged="0+", tag=0, default=-1),
-    fld("lastAssignmentConfigs", ArrayOf(_KEY_VALUE), nullable="0+", tagged="0+", tag=1, default=None),
+    fld("lastAssignmentConfigs", ArrayOf(_KEY_VALUE), nullable="0+", tagged="0+", tag=1),
     fld("storedDescriptionTopologyEpoch", INT32, tagged="0+", tag=2, default=-1),
     fld("failedDescriptionTopologyEpoch", INT32, tagged="0+", tag=3, default=-1),
 )
@@ -199,9 +199,7 @@ STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY: Final = group_key(
 def _task_ids(*, epochs: bool) -> ArrayOf:
     fields = [fld("subtopologyId", STRING), fld("partitions", ArrayOf(INT32))]
     if epochs:
-        fields.append(
-            fld("assignmentEpochs", ArrayOf(INT32), nullable="0+", tagged="0+", tag=0, default=None)
-        )
+        fields.append(fld("assignmentEpochs", ArrayOf(INT32), nullable="0+", tagged="0+", tag=0))
     return ArrayOf(struct_of("TaskIds", *fields, common=True))
 
 

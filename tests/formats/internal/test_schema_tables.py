@@ -171,7 +171,9 @@ def _default(field: dict[str, Any]) -> Any:
         return TYPE_DEFAULT
     raw = field["default"]
     base = field["type"]
-    if raw in ("null", None):
+    if raw is None:  # JSON null is no default at all: the type's (an empty array or struct)
+        return TYPE_DEFAULT
+    if raw == "null":
         return None
     if base == "bool":
         return raw in (True, "true")
