@@ -22,7 +22,7 @@ from kdump.render.text import internal_record_line
 
 Run = Callable[..., Result]
 
-COVERED_CODES = {"unknown-internal-record"}
+COVERED_CODES = {"unknown-internal-record", "unknown-tagged-field"}
 
 DECODER_ORACLES = [
     ("kafka-3.8.0", "__consumer_offsets-0", "offsets-decoder"),
@@ -173,3 +173,29 @@ def test_markers_are_decoded_as_control_records(tmp_path: Path) -> None:
     assert len(events) == 1
     assert events[0].decoded.decoder == "control"
     assert events[0].decoded.to_dict()["key"] == {"version": 0, "type": int(ControlType.COMMIT)}
+
+
+def test_unknown_tagged_field_is_named_in_a_finding_and_the_text(tmp_path: Path, kdump: Run) -> None:
+    part = tmp_path / "__consumer_offsets-0"
+    seg = SegmentBuilder()
+    key = b"\x00\x01" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x00"
+    # OffsetCommitValue v4: offset, leaderEpoch, metadata "", commitTimestamp, then tag 7 (2 bytes) kdump does not know.
+    value = (
+        b"\x00\x04"
+        + (5).to_bytes(8, "big")
+        + (0).to_bytes(4, "big")
+        + b"\x01"
+        + (1_700_000_000_000).to_bytes(8, "big")
+        + b"\x01\x07\x02hi"
+    )
+    seg.add_v2([NewRecord(key, value, 1_700_000_000_000)])
+    log = seg.write(part)
+    events = list(dump_file(log, DumpOptions(records=True)))
+    findings = [e for e in events if getattr(e, "code", None) == "unknown-tagged-field"]
+    assert len(findings) == 1
+    assert "value tag 7 (2 bytes)" in findings[0].message
+    assert "OffsetCommit version 4" in findings[0].message
+    result = kdump("dump", "--records", "--format", "text", str(log))
+    line = next(x for x in result.stdout.splitlines() if x.startswith("| offset: 0"))
+    assert line.endswith(' unknownTaggedFields: [{"in":"value","path":"","tag":7,"data":"aGk="}]')
+    assert '"offset":5' in line

@@ -12,7 +12,7 @@ after the same record metadata). JSON mode must name the same records.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,7 +34,7 @@ COMPARED: dict[str, int] = {}
 
 
 @pytest.fixture(scope="module")
-def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     release = require_release("4.4.0")
     cluster = KafkaCluster(
         release,
@@ -56,7 +56,7 @@ def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
         assert "workload done" in proc.stdout
         cluster.stop()
-    yield cluster.nodes[0].log_dir
+    return cluster.nodes[0].log_dir
 
 
 def _record_lines(text: str) -> list[str]:
