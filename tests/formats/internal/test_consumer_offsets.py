@@ -159,11 +159,16 @@ def test_kip848_member_metadata_with_classic_tag() -> None:
         '"subscribedTopicRegex":null,"rebalanceTimeoutMs":300,"serverAssignor":"uniform",'
         '"classicMemberMetadata":{"sessionTimeoutMs":45,"supportedProtocols":[{"name":"range","metadata":"AQ=="}]}}}'
     )
-    # Without the tagged struct the field is left out, as Kafka's JSON converter does.
-    data["classicMemberMetadata"] = None
+    # Without the tag the field holds its default (an empty struct) and is left out, as Kafka's JSON
+    # converter does; a tag holding null is printed as null (what 4.4 brokers write for consumer members).
+    del data["classicMemberMetadata"]
     decoded = decode_offsets_record(key, _i16(0) + encode_message(value_msg, data, 0))
     assert decoded.value is not None
     assert "classicMemberMetadata" not in decoded.value["data"]
+    data["classicMemberMetadata"] = None
+    decoded = decode_offsets_record(key, _i16(0) + encode_message(value_msg, data, 0))
+    assert decoded.value is not None
+    assert decoded.value["data"]["classicMemberMetadata"] is None
 
 
 # ------------------------------------------------------------------------------------- consumer protocol
