@@ -40,7 +40,6 @@ that `kafka_json` of it is the text `kafka-dump-log.sh` prints:
 from __future__ import annotations
 
 import base64
-import struct
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final, Literal
@@ -61,14 +60,6 @@ View = Literal["json", "full"]
 
 MAX_VERSION: Final = 0x7FFF
 MAX_STRING_LENGTH: Final = 0x7FFF
-
-_I8 = struct.Struct(">b")
-_I16 = struct.Struct(">h")
-_U16 = struct.Struct(">H")
-_I32 = struct.Struct(">i")
-_U32 = struct.Struct(">I")
-_I64 = struct.Struct(">q")
-_F64 = struct.Struct(">d")
 
 
 class UnsupportedVersionError(DecodeError):
