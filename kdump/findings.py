@@ -246,9 +246,19 @@ _KINDS = [
         "unknown-internal-record",
         Severity.WARNING,
         "log (deep)",
-        "A record of an internal topic (__consumer_offsets, __transaction_state, __cluster_metadata) whose "
-        "type or version kdump does not know; it is shown raw (base64).",
+        "A record of an internal topic (__consumer_offsets, __transaction_state, __share_group_state, "
+        "__cluster_metadata) whose type or version kdump does not know; it is shown raw (base64) and the "
+        "finding names the type and version.",
         "Newer brokers write it; older brokers and tools skip or fail on it.",
+        None,
+    ),
+    FindingKind(
+        "unknown-tagged-field",
+        Severity.WARNING,
+        "log (deep)",
+        "A record of an internal topic holds a tagged field (key or value, and where in it) that no Kafka up to "
+        "4.4 declares for its type and version; the rest decodes, the field is kept raw (base64) and named.",
+        "Brokers and tools of the versions kdump knows ignore the tag and drop it when they rewrite the record.",
         None,
     ),
     # --- indexes -------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from kdump.cli.timespec import TimeParam
 from kdump.errors import KdumpError
 from kdump.model.log_dir import Target
 from kdump.ops.dump import DumpEvent, DumpFilter, DumpOptions, dump_targets
+from kdump.ops.internal import DECODERS
 from kdump.render.rows import ENCODINGS
 
 
@@ -50,7 +51,7 @@ from kdump.render.rows import ENCODINGS
 )
 @click.option(
     "--decode",
-    type=click.Choice(["auto", "offsets", "transactions", "metadata", "none"]),
+    type=click.Choice(DECODERS),
     default="auto",
     show_default=True,
     help="Decoder for internal topics' records; auto chooses by partition directory name.",

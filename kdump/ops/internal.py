@@ -2,11 +2,13 @@
 
 The decoder is chosen by the partition directory's name, as an operator would expect:
 `__consumer_offsets-N` (offset commits and group metadata), `__transaction_state-N` (the
-transaction log) and `__cluster_metadata-N` plus KRaft snapshot `.checkpoint` files and
-`bootstrap.checkpoint` (metadata records). `--decode` overrides the choice. Records of control
+transaction log), `__share_group_state-N` (share groups' delivery state) and `__cluster_metadata-N`
+plus KRaft snapshot `.checkpoint` files and `bootstrap.checkpoint` (metadata records); the table is
+`kdump.formats.internal.TOPIC_DECODERS`. `--decode` overrides the choice. Records of control
 batches are decoded as control records (transaction markers, KRaft leader change, snapshot
 header and footer, KRaft version and voters). A record kdump cannot decode is shown raw with a
-finding, never a crash.
+finding, never a crash; a record whose type or version kdump does not know, or that holds tagged
+fields it does not know, is a finding that names them.
 """
 
 from __future__ import annotations
@@ -18,21 +20,12 @@ from typing import Any, NamedTuple
 from kdump.errors import DecodeError
 from kdump.findings import Finding, make_finding
 from kdump.formats.batch import BatchHeader
-from kdump.formats.internal import (
-    DecodedRecord,
-    decode_control_record,
-    decode_metadata_record,
-    decode_offsets_record,
-    decode_transaction_log_record,
-)
+from kdump.formats.internal import DECODER_NAMES, TOPIC_DECODERS, DecodedRecord, decode_with
 from kdump.formats.records import Record
 
-DECODERS = ("auto", "offsets", "transactions", "metadata", "none")
-_BY_TOPIC = {
-    "__consumer_offsets": "offsets",
-    "__transaction_state": "transactions",
-    "__cluster_metadata": "metadata",
-}
+DECODERS = ("auto", *DECODER_NAMES, "none")
+"""The values of `--decode`."""
+_BY_TOPIC = {topic: name for topic, (name, _) in TOPIC_DECODERS.items()}
 
 
 class InternalRecord(NamedTuple):
@@ -53,13 +46,20 @@ def choose_decoder(path: Path, requested: str) -> str | None:
 
 
 def _decode(decoder: str, batch: BatchHeader, r: Record) -> DecodedRecord:
-    if batch.is_control:
-        return decode_control_record(r.key, r.value)
-    if decoder == "offsets":
-        return decode_offsets_record(r.key, r.value)
-    if decoder == "transactions":
-        return decode_transaction_log_record(r.key, r.value)
-    return decode_metadata_record(r.value)
+    return decode_with(decoder, r.key, r.value, is_control=batch.is_control)
+
+
+def unknown_tags_text(decoded: DecodedRecord) -> str:
+    """The tagged fields no table declares, named: `value tag 7 at /members/0 (3 bytes), ...`."""
+    parts = [
+        f"{side} tag {u.tag}{' at ' + u.path if u.path else ''} ({len(u.data)} bytes)"
+        for side, fields in (
+            ("key", decoded.key_unknown_tagged_fields),
+            ("value", decoded.value_unknown_tagged_fields),
+        )
+        for u in fields
+    ]
+    return ", ".join(parts)
 
 
 def attach_decoded(events: Iterable[Any], decoder: str | None, file: str) -> Iterator[Any]:
@@ -89,6 +89,17 @@ def attach_decoded(events: Iterable[Any], decoder: str | None, file: str) -> Ite
                         "unknown-internal-record",
                         file,
                         f"{decoder} record at offset {ev.offset}: {decoded.reason or 'type or version not known'}",
+                        position=batch.position,
+                        offset=ev.offset,
+                    )
+                elif decoded.key_unknown_tagged_fields or decoded.value_unknown_tagged_fields:
+                    version = decoded.value.get("version") if isinstance(decoded.value, dict) else None
+                    finding = make_finding(
+                        "unknown-tagged-field",
+                        file,
+                        f"{decoder} record at offset {ev.offset} ({decoded.record}"
+                        f"{'' if version is None else f' version {version}'}) holds tagged fields kdump "
+                        f"does not know: {unknown_tags_text(decoded)}",
                         position=batch.position,
                         offset=ev.offset,
                     )

@@ -18,6 +18,7 @@ from kdump.formats.records import Record
 from kdump.ops.files import Entry, FileStart
 from kdump.ops.internal import InternalRecord
 from kdump.render import rows
+from kdump.render.kafka_decoded import NEWEST_KAFKA, kafka_decoded_text
 from kdump.scan.events import ScanSummary
 
 
@@ -58,17 +59,24 @@ def _record_metadata(r: Record, batch: BatchHeader | None) -> list[str]:
     return parts
 
 
-def internal_record_line(ir: InternalRecord, batch: BatchHeader | None) -> str:
+def internal_record_line(ir: InternalRecord, batch: BatchHeader | None, *, kafka: str = NEWEST_KAFKA) -> str:
     """A record of an internal topic: Kafka's metadata fields, then its decoder's key and payload text.
 
-    The text after the metadata is what kafka-dump-log's own decoder prints; where Kafka's tool
-    would abort, kdump prints its JSON decoding instead.
+    The text after the metadata is what kafka-dump-log's own decoder of Kafka `kafka` prints
+    (`kafka_decoded.kafka_decoded_text`); where Kafka's tool would abort, kdump prints its JSON
+    decoding instead. Tagged fields no table declares, which Kafka's tool drops, follow as
+    `unknownTaggedFields: [...]`.
     """
     line = " ".join(_record_metadata(ir.record, batch))
+    decoded = ir.decoded
     try:
-        return line + ir.decoded.oracle_suffix(ir.record.offset)
+        line += kafka_decoded_text(decoded, ir.record.offset, kafka=kafka)
     except DecodeError:
-        return f"{line} decoded: {json.dumps(ir.decoded.to_dict(), separators=(',', ':'))}"
+        return f"{line} decoded: {json.dumps(decoded.to_dict(), separators=(',', ':'))}"
+    if decoded.key_unknown_tagged_fields or decoded.value_unknown_tagged_fields:
+        unknown = decoded.to_dict()["unknownTaggedFields"]
+        line += f" unknownTaggedFields: {json.dumps(unknown, separators=(',', ':'))}"
+    return line
 
 
 def record_line(r: Record, batch: BatchHeader | None, encoding: str) -> str:

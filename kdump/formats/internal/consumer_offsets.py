@@ -1,55 +1,47 @@
-"""Records of `__consumer_offsets`, the group coordinator's log, as Kafka 3.8 writes and prints them.
+"""Records of `__consumer_offsets`, the group coordinator's log, as Kafka 3.0-4.4 write them and print them.
 
 Every record has a key and, unless it is a tombstone, a value:
 
-* key: `int16` record type, then the key message of that type, read *at the version equal to the type*;
+* key: `int16` record type, then the key message of that type (the same bytes whichever version Kafka reads
+  it at: 3.x reads at the record type, 4.x at 0);
 * value: `int16` value version, then the value message at that version; a null value is a tombstone
   (the key's group, offset or member was deleted).
 
-Record types Kafka 3.8 defines (key message / value message, value versions):
+Record types (key and value messages; tables in `offsets_tables` and `share_streams_tables`):
 
-====  ==========================================  ================================================  ========
-type  key                                          value                                             versions
-====  ==========================================  ================================================  ========
-0, 1  OffsetCommitKey (group, topic, partition)    OffsetCommitValue (committed offset)              0-4
-2     GroupMetadataKey (group)                     GroupMetadataValue (classic group and members)    0-4
-3     ConsumerGroupMetadataKey                     ConsumerGroupMetadataValue (group epoch)          0
-4     ConsumerGroupPartitionMetadataKey            ConsumerGroupPartitionMetadataValue               0
-5     ConsumerGroupMemberMetadataKey               ConsumerGroupMemberMetadataValue                  0
-6     ConsumerGroupTargetAssignmentMetadataKey     ConsumerGroupTargetAssignmentMetadataValue        0
-7     ConsumerGroupTargetAssignmentMemberKey       ConsumerGroupTargetAssignmentMemberValue          0
-8     ConsumerGroupCurrentMemberAssignmentKey      ConsumerGroupCurrentMemberAssignmentValue         0
-====  ==========================================  ================================================  ========
-
-Types 3-8 are the KIP-848 consumer groups. Types 0 and 1 are two versions of the same offset commit key
-(identical layout; brokers write 1).
-OffsetCommitValue and GroupMetadataValue become flexible (compact strings, tagged fields) at version 4; the
-KIP-848 values are flexible from version 0.
-
-In GroupMetadataValue of a group whose `protocolType` is `consumer`, each member's `subscription` and
-`assignment` bytes hold the consumer protocol's embedded messages: `int16` version, then
-ConsumerProtocolSubscription (topics, user data, owned partitions, generation, rack; versions 0-3) or
-ConsumerProtocolAssignment (partitions, user data; versions 0-3). Both are read leniently, as Kafka does: a
-newer version is read as version 3.
+====  ======================================  ======================================================
+type  record                                  what
+====  ======================================  ======================================================
+0, 1  LegacyOffsetCommit, OffsetCommit        a committed offset (1 is what brokers write; value 0-4)
+2     GroupMetadata                           a classic group and its members (value 0-4)
+3-8   ConsumerGroup*                          KIP-848 consumer groups: metadata, subscribed topics'
+                                              metadata, members, target assignment, current assignment
+9     ShareGroupPartitionMetadata             share groups, Kafka 3.9-4.0 only (early access)
+10-15 ShareGroup*                             share groups: members, metadata, target assignment,
+                                              current assignment, state partitions (KIP-932)
+16    ConsumerGroupRegularExpression          a regex subscription's resolved topics (KIP-848)
+17,   StreamsGroup*                           streams groups (KIP-1071): metadata, members, target
+19-23                                         assignment, current assignment, topology
+====  ======================================  ======================================================
 
 Decoded form (`decode_offsets_record`, see `decoded.DecodedRecord` for the envelope):
 
-* `key`: `{"type": "<type>", "data": {<key fields>}}` (the type as a string, as the oracle prints it);
+* `key`: `{"type": "<type>", "data": {<key fields>}}` (the type as a string, as Kafka's tool prints it);
 * `value`: `{"version": "<version>", "data": {<value fields>}}`, or null for a tombstone;
-* the data dicts are the JSON view of `schema.decode_message` (camelCase field names in schema order,
-  bytes as base64, uuids as Kafka's 22-character strings, absent fields left out);
+* the data dicts are the JSON view of `schema.decode_message` (Kafka's camelCase field names in schema
+  order, bytes as base64, uuids as Kafka's 22-character strings, tagged fields when not at their default);
 * for a `consumer` group, a member's `subscription` and `assignment` are replaced by the decoded embedded
-  message (`{"topics": [...], "userData": ..., "ownedPartitions": [...], "generationId": ..., "rackId": ...}`
-  and `{"assignedPartitions": [{"topic": ..., "partitions": [...]}], "userData": ...}`) and stay base64
-  strings when they do not decode.
+  consumer protocol message (ConsumerProtocolSubscription / Assignment, versions 0-3, read leniently as
+  Kafka does) and stay base64 strings when they do not decode.
 
-The oracle text is `kafka-dump-log.sh --offsets-decoder` of Kafka 3.8 (KAFKA-16470): ` key: <key JSON>
-payload: <value JSON>` or ` payload: <DELETE>`; for an unknown type ` key: Unknown record type N at offset O,
-skipping.`. A record without a key aborts Kafka's dump: here it raises `CorruptFieldError`.
+The oracle texts are `kafka-dump-log.sh --offsets-decoder`'s: ` key: <key JSON> payload: <value JSON>` or
+` payload: <DELETE>`; ` key: Unknown record type N at offset O, skipping.` for a type the tool does not
+know (3.x: types above 8). For a value version beyond the table, Kafka 3.x reads the bytes as its nearest
+version; Kafka 4.x prints ` key: Error at offset O, skipping. Found an unknown record version V for T type`.
+A record without a key aborts Kafka's dump: here it raises `CorruptFieldError`.
 
-An unknown record type or value version gives status "unknown" with the raw bytes. For an unknown value
-version Kafka 3.8 does not fail: it reads the bytes as its nearest known version, and the oracle text shows
-that reading. Bytes after a key or value message are ignored by Kafka; they are counted in `trailingBytes`.
+An unknown record type or value version gives status "unknown" with the raw bytes. Bytes after a key or
+value message are ignored by Kafka; they are counted in `trailingBytes`.
 """
 
 from __future__ import annotations
@@ -59,256 +51,115 @@ import struct
 from typing import Any, Final
 
 from kdump.errors import CorruptFieldError, DecodeError, TruncatedError
+from kdump.formats.internal import offsets_tables as t
+from kdump.formats.internal import share_streams_tables as s
 from kdump.formats.internal.decoded import DecodedRecord, OracleText, escape_template
-from kdump.formats.internal.schema import (
-    BYTES,
-    INT8,
-    INT32,
-    INT64,
-    STRING,
-    UUID,
-    ArrayOf,
-    Buffer,
-    DecodedMessage,
-    MessageType,
-    decode_message,
-    fld,
-    kafka_json,
-    message,
-    struct_of,
-)
+from kdump.formats.internal.schema import Buffer, DecodedMessage, MessageType, decode_message, kafka_json
 
 _I16 = struct.Struct(">h")
 
-# ------------------------------------------------------------------------------------ consumer protocol
-
-_PROTOCOL_TOPIC_PARTITION_V1 = struct_of(
-    "TopicPartition",
-    fld("topic", STRING, "1+"),
-    fld("partitions", ArrayOf(INT32), "1+"),
-    vers="1+",
-)
-
-CONSUMER_PROTOCOL_SUBSCRIPTION: Final = message(
-    "ConsumerProtocolSubscription",
-    "0-3",
-    "none",
-    fld("topics", ArrayOf(STRING)),
-    fld("userData", BYTES, nullable="0+", default=None),
-    fld("ownedPartitions", ArrayOf(_PROTOCOL_TOPIC_PARTITION_V1), "1+"),
-    fld("generationId", INT32, "2+", default=-1),
-    fld("rackId", STRING, "3+", nullable="3+", default=None),
-)
-
-CONSUMER_PROTOCOL_ASSIGNMENT: Final = message(
-    "ConsumerProtocolAssignment",
-    "0-3",
-    "none",
-    fld(
-        "assignedPartitions",
-        ArrayOf(struct_of("TopicPartition", fld("topic", STRING), fld("partitions", ArrayOf(INT32)))),
-    ),
-    fld("userData", BYTES, nullable="0+", default=None),
-)
+# Names other modules and tests used before the tables moved.
+CONSUMER_PROTOCOL_SUBSCRIPTION: Final = t.CONSUMER_PROTOCOL_SUBSCRIPTION
+CONSUMER_PROTOCOL_ASSIGNMENT: Final = t.CONSUMER_PROTOCOL_ASSIGNMENT
+OFFSET_COMMIT_KEY: Final = t.OFFSET_COMMIT_KEY
+OFFSET_COMMIT_VALUE: Final = t.OFFSET_COMMIT_VALUE
+GROUP_METADATA_KEY: Final = t.GROUP_METADATA_KEY
+GROUP_METADATA_VALUE: Final = t.GROUP_METADATA_VALUE
 
 CONSUMER_PROTOCOL_TYPE: Final = "consumer"
 
-# ------------------------------------------------------------------------------------------ record types
-
-OFFSET_COMMIT_KEY: Final = message(
-    "OffsetCommitKey",
-    "0-1",
-    "none",
-    fld("group", STRING, "0-1"),
-    fld("topic", STRING, "0-1"),
-    fld("partition", INT32, "0-1"),
-)
-
-OFFSET_COMMIT_VALUE: Final = message(
-    "OffsetCommitValue",
-    "0-4",
-    "4+",
-    fld("offset", INT64),
-    fld("leaderEpoch", INT32, "3+", default=-1),
-    fld("metadata", STRING),
-    fld("commitTimestamp", INT64),
-    fld("expireTimestamp", INT64, "1", default=-1),
-)
-
-GROUP_METADATA_KEY: Final = message("GroupMetadataKey", "2", "none", fld("group", STRING, "2"))
-
-_MEMBER_METADATA = struct_of(
-    "MemberMetadata",
-    fld("memberId", STRING),
-    fld("groupInstanceId", STRING, "3+", nullable="3+", default=None),
-    fld("clientId", STRING),
-    fld("clientHost", STRING),
-    fld("rebalanceTimeout", INT32, "1+", default=-1),
-    fld("sessionTimeout", INT32),
-    fld("subscription", BYTES),
-    fld("assignment", BYTES),
-    common=True,
-)
-
-GROUP_METADATA_VALUE: Final = message(
-    "GroupMetadataValue",
-    "0-4",
-    "4+",
-    fld("protocolType", STRING),
-    fld("generation", INT32),
-    fld("protocol", STRING, nullable="0+"),
-    fld("leader", STRING, nullable="0+"),
-    fld("currentStateTimestamp", INT64, "2+", default=-1),
-    fld("members", ArrayOf(_MEMBER_METADATA)),
-)
-
-CONSUMER_GROUP_METADATA_KEY: Final = message(
-    "ConsumerGroupMetadataKey", "3", "none", fld("groupId", STRING, "3")
-)
-
-CONSUMER_GROUP_METADATA_VALUE: Final = message("ConsumerGroupMetadataValue", "0", "0+", fld("epoch", INT32))
-
-CONSUMER_GROUP_PARTITION_METADATA_KEY: Final = message(
-    "ConsumerGroupPartitionMetadataKey", "4", "none", fld("groupId", STRING, "4")
-)
-
-CONSUMER_GROUP_PARTITION_METADATA_VALUE: Final = message(
-    "ConsumerGroupPartitionMetadataValue",
-    "0",
-    "0+",
-    fld(
-        "topics",
-        ArrayOf(
-            struct_of(
-                "TopicMetadata",
-                fld("topicId", UUID),
-                fld("topicName", STRING),
-                fld("numPartitions", INT32),
-                fld(
-                    "partitionMetadata",
-                    ArrayOf(
-                        struct_of("PartitionMetadata", fld("partition", INT32), fld("racks", ArrayOf(STRING)))
-                    ),
-                ),
-            )
-        ),
-    ),
-)
-
-CONSUMER_GROUP_MEMBER_METADATA_KEY: Final = message(
-    "ConsumerGroupMemberMetadataKey", "5", "none", fld("groupId", STRING, "5"), fld("memberId", STRING, "5")
-)
-
-CONSUMER_GROUP_MEMBER_METADATA_VALUE: Final = message(
-    "ConsumerGroupMemberMetadataValue",
-    "0",
-    "0+",
-    fld("instanceId", STRING, nullable="0+"),
-    fld("rackId", STRING, nullable="0+"),
-    fld("clientId", STRING),
-    fld("clientHost", STRING),
-    fld("subscribedTopicNames", ArrayOf(STRING)),
-    fld("subscribedTopicRegex", STRING, nullable="0+"),
-    fld("rebalanceTimeoutMs", INT32, default=-1),
-    fld("serverAssignor", STRING, nullable="0+"),
-    fld(
-        "classicMemberMetadata",
-        struct_of(
-            "ClassicMemberMetadata",
-            fld("sessionTimeoutMs", INT32),
-            fld(
-                "supportedProtocols",
-                ArrayOf(struct_of("ClassicProtocol", fld("name", STRING), fld("metadata", BYTES))),
-            ),
-        ),
-        nullable="0+",
-        tagged="0+",
-        tag=0,
-        default=None,
-    ),
-)
-
-CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY: Final = message(
-    "ConsumerGroupTargetAssignmentMetadataKey", "6", "none", fld("groupId", STRING, "6")
-)
-
-CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE: Final = message(
-    "ConsumerGroupTargetAssignmentMetadataValue", "0", "0+", fld("assignmentEpoch", INT32)
-)
-
-CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY: Final = message(
-    "ConsumerGroupTargetAssignmentMemberKey",
-    "7",
-    "none",
-    fld("groupId", STRING, "7"),
-    fld("memberId", STRING, "7"),
-)
-
-CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE: Final = message(
-    "ConsumerGroupTargetAssignmentMemberValue",
-    "0",
-    "0+",
-    fld(
-        "topicPartitions",
-        ArrayOf(struct_of("TopicPartition", fld("topicId", UUID), fld("partitions", ArrayOf(INT32)))),
-    ),
-)
-
-CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY: Final = message(
-    "ConsumerGroupCurrentMemberAssignmentKey",
-    "8",
-    "none",
-    fld("groupId", STRING, "8"),
-    fld("memberId", STRING, "8"),
-)
-
-_TOPIC_PARTITIONS = struct_of(
-    "TopicPartitions", fld("topicId", UUID), fld("partitions", ArrayOf(INT32)), common=True
-)
-
-CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE: Final = message(
-    "ConsumerGroupCurrentMemberAssignmentValue",
-    "0",
-    "0+",
-    fld("memberEpoch", INT32),
-    fld("previousMemberEpoch", INT32),
-    fld("state", INT8),
-    fld("assignedPartitions", ArrayOf(_TOPIC_PARTITIONS)),
-    fld("partitionsPendingRevocation", ArrayOf(_TOPIC_PARTITIONS)),
-)
-
 RECORD_TYPES: Final[dict[int, tuple[str, MessageType, MessageType]]] = {
-    0: ("OffsetCommit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-    1: ("OffsetCommit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-    2: ("GroupMetadata", GROUP_METADATA_KEY, GROUP_METADATA_VALUE),
-    3: ("ConsumerGroupMetadata", CONSUMER_GROUP_METADATA_KEY, CONSUMER_GROUP_METADATA_VALUE),
+    0: ("LegacyOffsetCommit", t.LEGACY_OFFSET_COMMIT_KEY, t.LEGACY_OFFSET_COMMIT_VALUE),
+    1: ("OffsetCommit", t.OFFSET_COMMIT_KEY, t.OFFSET_COMMIT_VALUE),
+    2: ("GroupMetadata", t.GROUP_METADATA_KEY, t.GROUP_METADATA_VALUE),
+    3: ("ConsumerGroupMetadata", t.CONSUMER_GROUP_METADATA_KEY, t.CONSUMER_GROUP_METADATA_VALUE),
     4: (
         "ConsumerGroupPartitionMetadata",
-        CONSUMER_GROUP_PARTITION_METADATA_KEY,
-        CONSUMER_GROUP_PARTITION_METADATA_VALUE,
+        t.CONSUMER_GROUP_PARTITION_METADATA_KEY,
+        t.CONSUMER_GROUP_PARTITION_METADATA_VALUE,
     ),
     5: (
         "ConsumerGroupMemberMetadata",
-        CONSUMER_GROUP_MEMBER_METADATA_KEY,
-        CONSUMER_GROUP_MEMBER_METADATA_VALUE,
+        t.CONSUMER_GROUP_MEMBER_METADATA_KEY,
+        t.CONSUMER_GROUP_MEMBER_METADATA_VALUE,
     ),
     6: (
         "ConsumerGroupTargetAssignmentMetadata",
-        CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
-        CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
+        t.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+        t.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
     ),
     7: (
         "ConsumerGroupTargetAssignmentMember",
-        CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
-        CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
+        t.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
+        t.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
     ),
     8: (
         "ConsumerGroupCurrentMemberAssignment",
-        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
-        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+        t.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+        t.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
     ),
+    9: (
+        "ShareGroupPartitionMetadata",
+        s.SHARE_GROUP_PARTITION_METADATA_KEY,
+        s.SHARE_GROUP_PARTITION_METADATA_VALUE,
+    ),
+    10: ("ShareGroupMemberMetadata", s.SHARE_GROUP_MEMBER_METADATA_KEY, s.SHARE_GROUP_MEMBER_METADATA_VALUE),
+    11: ("ShareGroupMetadata", s.SHARE_GROUP_METADATA_KEY, s.SHARE_GROUP_METADATA_VALUE),
+    12: (
+        "ShareGroupTargetAssignmentMetadata",
+        s.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+        s.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
+    ),
+    13: (
+        "ShareGroupTargetAssignmentMember",
+        s.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
+        s.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
+    ),
+    14: (
+        "ShareGroupCurrentMemberAssignment",
+        s.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+        s.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+    ),
+    15: (
+        "ShareGroupStatePartitionMetadata",
+        s.SHARE_GROUP_STATE_PARTITION_METADATA_KEY,
+        s.SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
+    ),
+    16: (
+        "ConsumerGroupRegularExpression",
+        t.CONSUMER_GROUP_REGULAR_EXPRESSION_KEY,
+        t.CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE,
+    ),
+    17: ("StreamsGroupMetadata", s.STREAMS_GROUP_METADATA_KEY, s.STREAMS_GROUP_METADATA_VALUE),
+    19: (
+        "StreamsGroupMemberMetadata",
+        s.STREAMS_GROUP_MEMBER_METADATA_KEY,
+        s.STREAMS_GROUP_MEMBER_METADATA_VALUE,
+    ),
+    20: (
+        "StreamsGroupTargetAssignmentMetadata",
+        s.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+        s.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
+    ),
+    21: (
+        "StreamsGroupTargetAssignmentMember",
+        s.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
+        s.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
+    ),
+    22: (
+        "StreamsGroupCurrentMemberAssignment",
+        s.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+        s.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+    ),
+    23: ("StreamsGroupTopology", s.STREAMS_GROUP_TOPOLOGY_KEY, s.STREAMS_GROUP_TOPOLOGY_VALUE),
 }
-"""Record type -> (name, key message, value message), as Kafka 3.8's CoordinatorRecordSerde maps them."""
+"""Record type -> (record name, key message, value message), as Kafka's CoordinatorRecordType maps them."""
+
+KAFKA3_TYPES: Final = range(0, 9)
+"""The record types Kafka 3.x's tool decodes; it prints "Unknown record type" for the others."""
+
+KAFKA4_REMOVED_TYPES: Final = frozenset({9})
+"""Types Kafka 4.4's tool no longer knows (early-access share groups)."""
 
 
 # ---------------------------------------------------------------------------------------------- decoding
@@ -317,13 +168,13 @@ RECORD_TYPES: Final[dict[int, tuple[str, MessageType, MessageType]]] = {
 def decode_consumer_protocol(data: bytes, *, assignment: bool) -> dict[str, Any] | None:
     """Decode an embedded consumer-protocol subscription or assignment (`int16` version + message).
 
-    Returns the JSON view, or None where Kafka's decoder fails and keeps the base64 (too short, or a
+    Returns the JSON view, or None where Kafka's tool fails and keeps the base64 (too short, or a
     message that does not decode at its version, read leniently).
     """
     if len(data) < 2:
         return None
     version: int = _I16.unpack_from(data, 0)[0]
-    msg = CONSUMER_PROTOCOL_ASSIGNMENT if assignment else CONSUMER_PROTOCOL_SUBSCRIPTION
+    msg = t.CONSUMER_PROTOCOL_ASSIGNMENT if assignment else t.CONSUMER_PROTOCOL_SUBSCRIPTION
     try:
         return decode_message(msg, data, version, pos=2, lenient=True).data
     except DecodeError:
@@ -344,25 +195,60 @@ def expand_consumer_protocol(value_data: dict[str, Any]) -> None:
                 member[name] = decoded
 
 
-def _read_version(buf: bytes, name: str) -> int:
+def read_version(buf: bytes, name: str) -> int:
+    """The `int16` that starts a coordinator record's key (its type) or value (its version)."""
     if len(buf) < 2:
         raise TruncatedError(f"Could not read version from {name}'s buffer.")
     version: int = _I16.unpack_from(buf, 0)[0]
     return version
 
 
-def _decode_part(
+def kafka_error_detail(exc: DecodeError) -> str:
+    """What Java's exception says where kdump's engine failed: a buffer underflow has no message."""
+    return "null" if isinstance(exc, TruncatedError) else str(exc)
+
+
+def decode_part(
     msg: MessageType, buf: bytes, version: int, name: str, *, lenient: bool = False
 ) -> DecodedMessage:
+    """Decode a key or value message after its `int16`, with Kafka's wording on failure."""
     try:
         decoded = decode_message(msg, buf, version, pos=2, lenient=lenient)
     except DecodeError as exc:
         raise type(exc)(
-            f"Could not read record with version {version} from {name}'s buffer due to: {exc}."
+            f"Could not read record with version {version} from {name}'s buffer due to: "
+            f"{kafka_error_detail(exc)}."
         ) from exc
-    if msg is GROUP_METADATA_VALUE:
+    if msg is t.GROUP_METADATA_VALUE:
         expand_consumer_protocol(decoded.data)
     return decoded
+
+
+def decode_value_layouts(
+    msg: MessageType, buf: bytes, version: int, early: tuple[tuple[str, MessageType], ...]
+) -> tuple[DecodedMessage, str | None, DecodedMessage | DecodeError]:
+    """Decode a value with the current layout, or the first early-access layout that reads it exactly.
+
+    Returns (the decoding kdump keeps, the early layout's releases or None, what the current layout gave:
+    its decoding or its error, which is what Kafka 4.x's tool prints).
+    """
+    current: DecodedMessage | DecodeError
+    try:
+        current = decode_part(msg, buf, version, "value")
+    except DecodeError as exc:
+        current = exc
+    if isinstance(current, DecodedMessage) and current.end == len(buf):
+        return current, None, current
+    for releases, layout in early:
+        try:
+            alternative = decode_part(layout, buf, version, "value")
+        except DecodeError:
+            continue
+        if alternative.end == len(buf):
+            return alternative, releases, current
+    if isinstance(current, DecodeError):
+        raise current
+    return current, None, current
 
 
 def decode_offsets_record(key: Buffer | None, value: Buffer | None) -> DecodedRecord:
@@ -375,7 +261,10 @@ def decode_offsets_record(key: Buffer | None, value: Buffer | None) -> DecodedRe
         raise CorruptFieldError("a __consumer_offsets record without a key (message had a missing key)")
     key_bytes = bytes(key)
     value_bytes = None if value is None else bytes(value)
-    record_type = _read_version(key_bytes, "key")
+    record_type = read_version(key_bytes, "key")
+    unknown_type = OracleText(
+        key_template=f"Unknown record type {record_type} at offset {{offset}}, skipping."
+    )
     entry = RECORD_TYPES.get(record_type)
     if entry is None:
         return DecodedRecord(
@@ -384,15 +273,13 @@ def decode_offsets_record(key: Buffer | None, value: Buffer | None) -> DecodedRe
             record=None,
             key=None,
             value=None,
-            oracle=OracleText(
-                key_template=f"Unknown record type {record_type} at offset {{offset}}, skipping."
-            ),
-            reason=f"record type {record_type} is not one Kafka 3.8 defines",
+            oracle=unknown_type,
+            reason=f"record type {record_type} is not one Kafka 3.0-4.4 defines",
             raw_key=key_bytes,
             raw_value=value_bytes,
         )
     name, key_msg, value_msg = entry
-    decoded_key = _decode_part(key_msg, key_bytes, record_type, "key")
+    decoded_key = decode_part(key_msg, key_bytes, 0, "key")
     key_dict: dict[str, Any] = {"type": str(record_type), "data": decoded_key.data}
     key_text = kafka_json(key_dict)
     common: dict[str, Any] = {
@@ -402,27 +289,59 @@ def decode_offsets_record(key: Buffer | None, value: Buffer | None) -> DecodedRe
         "key_unknown_tagged_fields": decoded_key.unknown_tagged_fields,
         "key_trailing_bytes": len(key_bytes) - decoded_key.end,
     }
+    kafka3_knows = record_type in KAFKA3_TYPES
+    kafka4_knows = record_type not in KAFKA4_REMOVED_TYPES
     if value_bytes is None:
+        delete = OracleText(key=key_text, payload="<DELETE>")
         return DecodedRecord(
-            status="tombstone", value=None, oracle=OracleText(key=key_text, payload="<DELETE>"), **common
+            status="tombstone",
+            value=None,
+            oracle=delete if kafka3_knows else unknown_type,
+            oracle4=delete if kafka4_knows else unknown_type,
+            **common,
         )
-    version = _read_version(value_bytes, "value")
+    version = read_version(value_bytes, "value")
+    unknown_version = OracleText(
+        key_template="Error at offset {offset}, skipping. "
+        f"Found an unknown record version {version} for {record_type} type"
+    )
+    if record_type == 0 and version in t.OFFSET_COMMIT_VALUE.valid and version != 0:
+        # Kafka 3.x read every offset commit value with OffsetCommitValue; 4.x knows only version 0 for type 0.
+        value_msg = t.OFFSET_COMMIT_VALUE
+        kafka4_knows = False
     if version not in value_msg.valid:
         return DecodedRecord(
             status="unknown",
             value=None,
-            oracle=_lenient_oracle(key_text, value_msg, value_bytes, version),
-            reason=f"{value_msg.name} version {version} is not one Kafka 3.8 knows ({value_msg.valid})",
+            oracle=_lenient_oracle(
+                key_text, t.OFFSET_COMMIT_VALUE if record_type == 0 else value_msg, value_bytes, version
+            )
+            if kafka3_knows
+            else unknown_type,
+            oracle4=unknown_version if kafka4_knows else unknown_type,
+            reason=f"{value_msg.name} version {version} is not one Kafka 3.0-4.4 knows ({value_msg.valid})",
             raw_key=key_bytes,
             raw_value=value_bytes,
             **common,
         )
-    decoded_value = _decode_part(value_msg, value_bytes, version, "value")
+    early = s.EARLY_ACCESS_LAYOUTS.get(value_msg.name, ())
+    decoded_value, layout, current = decode_value_layouts(value_msg, value_bytes, version, early)
     value_dict: dict[str, Any] = {"version": str(version), "data": decoded_value.data}
+    text = OracleText(key=key_text, payload=kafka_json(value_dict))
+    if isinstance(current, DecodeError):
+        kafka4 = OracleText(
+            key_template="Error at offset {offset}, skipping. " + escape_template(str(current))
+        )
+    elif current is not decoded_value:
+        kafka4 = OracleText(key=key_text, payload=kafka_json({"version": str(version), "data": current.data}))
+    else:
+        kafka4 = text
     return DecodedRecord(
         status="ok",
         value=value_dict,
-        oracle=OracleText(key=key_text, payload=kafka_json(value_dict)),
+        oracle=text if kafka3_knows else unknown_type,
+        oracle4=kafka4 if kafka4_knows else (unknown_version if record_type == 0 else unknown_type),
+        layout=layout,
         value_unknown_tagged_fields=decoded_value.unknown_tagged_fields,
         value_trailing_bytes=len(value_bytes) - decoded_value.end,
         **common,
@@ -430,9 +349,9 @@ def decode_offsets_record(key: Buffer | None, value: Buffer | None) -> DecodedRe
 
 
 def _lenient_oracle(key_text: str, msg: MessageType, value: bytes, version: int) -> OracleText:
-    """What Kafka 3.8 prints for a value version it does not know: it reads it as the nearest known one."""
+    """What Kafka 3.x prints for a value version it does not know: it reads it as the nearest known one."""
     try:
-        decoded = _decode_part(msg, value, version, "value", lenient=True)
+        decoded = decode_part(msg, value, version, "value", lenient=True)
     except DecodeError as exc:
         return OracleText(key_template="Error at offset {offset}, skipping. " + escape_template(str(exc)))
     return OracleText(key=key_text, payload=kafka_json({"version": str(version), "data": decoded.data}))

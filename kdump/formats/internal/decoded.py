@@ -3,11 +3,11 @@
 Every decoder in this package (`consumer_offsets`, `transaction_log`, `cluster_metadata`) returns a
 `DecodedRecord`. It renders two ways:
 
-* `oracle_suffix(offset)`: the exact text `kafka-dump-log.sh --deep-iteration --print-data-log` of Kafka 3.8
-  prints with the matching decoder option after a record's `headerKeys: [...]`, for example
+* `oracle_suffix(offset, style)`: the exact text `kafka-dump-log.sh --deep-iteration --print-data-log`
+  prints (style "3": Kafka 3.x's tool, the default for this method; style "4": Kafka 4.x's) with the matching decoder option after a record's `headerKeys: [...]`, for example
   `' key: {"type":"1",...} payload: {"version":"3",...}'`, `' payload: {"type":"TOPIC_RECORD",...}'` or, for a
   control record, `' endTxnMarker: COMMIT coordinatorEpoch: 0'`. `oracle_key_payload(offset)` gives the two
-  parts separately. Where Kafka 3.8's decoder would throw and abort the whole dump, these raise
+  parts separately. Where Kafka's decoder would throw and abort the whole dump, these raise
   `CorruptFieldError` saying so.
 * `to_dict()`: a JSON-able dict for kdump's JSON Lines output::
 
@@ -24,10 +24,11 @@ Every decoder in this package (`consumer_offsets`, `transaction_log`, `cluster_m
         {"in": "key" | "value", "path": <JSON pointer>, "tag": <int>, "data": <base64>}, ...
       ],
       "trailingBytes": {"key": <int>, "value": <int>},   # bytes after the message that Kafka ignores
+      "layout": <str>,                            # the Kafka releases whose early-access layout decoded it
     }
 
 `status` is "ok" for a decoded record, "tombstone" for a known key with a null value, and "unknown" for a
-record type or version Kafka 3.8 does not define (the raw bytes are then kept). Bytes that do not decode as
+record type or version no Kafka up to 4.4 defines (the raw bytes are then kept). Bytes that do not decode as
 the type they claim raise a `DecodeError` instead; no result is built.
 """
 
@@ -40,7 +41,16 @@ from typing import Any, Literal
 from kdump.errors import CorruptFieldError
 from kdump.formats.internal.schema import UnknownTaggedField
 
-Decoder = Literal["consumer_offsets", "transaction_log", "cluster_metadata", "control"]
+Decoder = Literal[
+    "consumer_offsets",
+    "transaction_log",
+    "share_group_state",
+    "cluster_metadata",
+    "control",
+    "remote_log_metadata",
+]
+Style = Literal["3", "4"]
+"""Which Kafka's tool an oracle text is: "3" for Kafka 3.x (Scala DumpLogSegments), "4" for Kafka 4.x."""
 Status = Literal["ok", "tombstone", "unknown"]
 
 
@@ -53,7 +63,7 @@ def b64(data: bytes | None) -> str | None:
 class OracleText:
     """What DumpLogSegments prints for a record, as parts; `{offset}` templates need the record's offset.
 
-    `control` replaces the key/payload parts for control records. `aborts` is set when Kafka 3.8's decoder
+    `control` replaces the key/payload parts for control records. `aborts` is set when Kafka's decoder
     throws an exception that stops the whole dump (the message says why).
     """
 
@@ -76,6 +86,10 @@ class DecodedRecord:
     value: dict[str, Any] | None
     oracle: OracleText
     reason: str | None = None
+    oracle4: OracleText | None = None
+    """What Kafka 4.x's tool prints, where it differs from `oracle` (None: the same)."""
+    layout: str | None = None
+    """Set when the value decoded only with an early-access layout (the Kafka releases that wrote it)."""
     raw_key: bytes | None = None
     raw_value: bytes | None = None
     key_unknown_tagged_fields: tuple[UnknownTaggedField, ...] = ()
@@ -87,24 +101,29 @@ class DecodedRecord:
     def known(self) -> bool:
         return self.status != "unknown"
 
-    def oracle_key_payload(self, offset: int = -1) -> tuple[str | None, str | None]:
-        """The `key:` and `payload:` texts Kafka 3.8 prints (None where it prints no such part)."""
-        o = self.oracle
+    def oracle_of(self, style: Style = "3") -> OracleText:
+        """The oracle parts for Kafka's 3.x or 4.x tool."""
+        if style == "4" and self.oracle4 is not None:
+            return self.oracle4
+        return self.oracle
+
+    def oracle_key_payload(self, offset: int = -1, style: Style = "3") -> tuple[str | None, str | None]:
+        """The `key:` and `payload:` texts Kafka's tool prints (None where it prints no such part)."""
+        o = self.oracle_of(style)
         if o.aborts is not None:
-            raise CorruptFieldError(f"kafka-dump-log.sh (3.8) aborts on this record: {o.aborts}")
+            raise CorruptFieldError(f"kafka-dump-log.sh ({style}.x) aborts on this record: {o.aborts}")
         key = o.key_template.format(offset=offset) if o.key_template is not None else o.key
         payload = o.payload_template.format(offset=offset) if o.payload_template is not None else o.payload
         return key, payload
 
-    def oracle_suffix(self, offset: int = -1) -> str:
-        """The text after `headerKeys: [...]` on the record's line of a Kafka 3.8 deep dump."""
-        if self.oracle.control is not None:
-            if self.oracle.aborts is not None:
-                raise CorruptFieldError(
-                    f"kafka-dump-log.sh (3.8) aborts on this record: {self.oracle.aborts}"
-                )
-            return self.oracle.control
-        key, payload = self.oracle_key_payload(offset)
+    def oracle_suffix(self, offset: int = -1, style: Style = "3") -> str:
+        """The text after `headerKeys: [...]` on the record's line of a Kafka deep dump."""
+        o = self.oracle_of(style)
+        if o.control is not None:
+            if o.aborts is not None:
+                raise CorruptFieldError(f"kafka-dump-log.sh ({style}.x) aborts on this record: {o.aborts}")
+            return o.control
+        key, payload = self.oracle_key_payload(offset, style)
         text = ""
         if key is not None:
             text += f" key: {key}"
@@ -130,6 +149,8 @@ class DecodedRecord:
         unknown += [{"in": "value", **u.to_dict()} for u in self.value_unknown_tagged_fields]
         if unknown:
             out["unknownTaggedFields"] = unknown
+        if self.layout is not None:
+            out["layout"] = self.layout
         if self.key_trailing_bytes or self.value_trailing_bytes:
             out["trailingBytes"] = {"key": self.key_trailing_bytes, "value": self.value_trailing_bytes}
         return out

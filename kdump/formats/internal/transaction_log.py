@@ -1,4 +1,4 @@
-"""Records of `__transaction_state`, the transaction coordinator's log, as Kafka 3.8 writes and prints them.
+"""Records of `__transaction_state`, the transaction coordinator's log, as Kafka 3.0-4.4 write and print them.
 
 One record per update of a transactional id's state:
 
@@ -6,7 +6,9 @@ One record per update of a transactional id's state:
 * value: `int16` value version (0, or 1 which is flexible: compact strings and arrays, tagged fields), then
   TransactionLogValue: `producerId` (int64), `producerEpoch` (int16), `transactionTimeoutMs` (int32),
   `transactionStatus` (int8), `transactionPartitions` (nullable array of `{topic, partitionIds: [int32]}`),
-  `transactionLastUpdateTimestampMs` (int64), `transactionStartTimestampMs` (int64);
+  `transactionLastUpdateTimestampMs` (int64), `transactionStartTimestampMs` (int64); version 1 also
+  carries the tagged fields of transactions v2 (KIP-890, Kafka 4.0+): `previousProducerId` (tag 0),
+  `nextProducerId` (1), `clientTransactionVersion` (2), `nextProducerEpoch` (3);
 * a null value is a tombstone (the transactional id expired).
 
 `transactionStatus` is Kafka's TransactionState id: 0 Empty, 1 Ongoing, 2 PrepareCommit, 3 PrepareAbort,
@@ -19,7 +21,11 @@ JSON Kafka 4.0's `--transaction-log-decoder` prints (KAFKA-18207), plus the stat
 * `value`: `{"version": "<value version>", "data": {<the TransactionLogValue fields above, camelCase>},
   "state": "<state name>" | null}`, or null for a tombstone.
 
-The oracle text is what Kafka 3.8 prints (Scala `TransactionLog.formatRecordKeyAndValue`), not JSON:
+Kafka 4.x's tool prints JSON like the offsets decoder (`key: {"type":"0","data":{...}}`, `payload:
+{"version":"1","data":{...}}` with `transactionStatus` replaced by the state's name; `<DELETE>` for a
+tombstone; `Unknown record type N at offset O, skipping.` for a key version other than 0; `Error at offset
+O, skipping. ...` for an unknown value version). The 3.x oracle text is what Kafka 3.8/3.9 print (Scala
+`TransactionLog.formatRecordKeyAndValue`), not JSON:
 
 * key ` transaction_metadata::transactionalId=<id>`;
 * payload `producerId:<p>,producerEpoch:<e>,state=<State>,partitions=[<topic>-<partition>,...],
@@ -53,6 +59,7 @@ from kdump.formats.internal.schema import (
     MessageType,
     decode_message,
     fld,
+    kafka_json,
     message,
     struct_of,
 )
@@ -66,7 +73,10 @@ TRANSACTION_LOG_VALUE: Final = message(
     "0-1",
     "1+",
     fld("producerId", INT64),
+    fld("previousProducerId", INT64, "1+", tagged="1+", tag=0, default=-1),
+    fld("nextProducerId", INT64, "1+", tagged="1+", tag=1, default=-1),
     fld("producerEpoch", INT16),
+    fld("nextProducerEpoch", INT16, "1+", tagged="1+", tag=3, default=-1),
     fld("transactionTimeoutMs", INT32),
     fld("transactionStatus", INT8),
     fld(
@@ -76,7 +86,9 @@ TRANSACTION_LOG_VALUE: Final = message(
     ),
     fld("transactionLastUpdateTimestampMs", INT64),
     fld("transactionStartTimestampMs", INT64),
+    fld("clientTransactionVersion", INT16, "1+", tagged="1+", tag=2, default=0),
 )
+"""Transactions v2 (KIP-890, Kafka 4.0+) add the tagged producer ids, next epoch and client version."""
 
 TRANSACTION_STATES: Final[dict[int, str]] = {
     0: "Empty",
@@ -209,7 +221,10 @@ def decode_transaction_log_record(key: Buffer | None, value: Buffer | None) -> D
             key=None,
             value=None,
             oracle=OracleText(key=f"unknown::version={key_version}"),
-            reason=f"TransactionLogKey version {key_version} is not one Kafka 3.8 knows",
+            oracle4=OracleText(
+                key_template=f"Unknown record type {key_version} at offset {{offset}}, skipping."
+            ),
+            reason=f"TransactionLogKey version {key_version} is not one Kafka 3.0-4.4 knows",
             raw_key=key_bytes,
             raw_value=value_bytes,
         )
@@ -223,9 +238,14 @@ def decode_transaction_log_record(key: Buffer | None, value: Buffer | None) -> D
         "key_trailing_bytes": len(key_bytes) - decoded_key.end,
     }
     key_text = f"transaction_metadata::transactionalId={transactional_id}"
+    key_json = kafka_json(common["key"])
     if value_bytes is None:
         return DecodedRecord(
-            status="tombstone", value=None, oracle=OracleText(key=key_text, payload="<DELETE>"), **common
+            status="tombstone",
+            value=None,
+            oracle=OracleText(key=key_text, payload="<DELETE>"),
+            oracle4=OracleText(key=key_json, payload="<DELETE>"),
+            **common,
         )
     version = _read_version(value_bytes, "value")
     if version not in TRANSACTION_LOG_VALUE.valid:
@@ -233,7 +253,11 @@ def decode_transaction_log_record(key: Buffer | None, value: Buffer | None) -> D
             status="unknown",
             value=None,
             oracle=OracleText(aborts=f"Unknown version {version} from the transaction log message value"),
-            reason=f"TransactionLogValue version {version} is not one Kafka 3.8 knows",
+            oracle4=OracleText(
+                key_template="Error at offset {offset}, skipping. "
+                f"Found an unknown record version {version} for {key_version} type"
+            ),
+            reason=f"TransactionLogValue version {version} is not one Kafka 3.0-4.4 knows",
             raw_key=key_bytes,
             raw_value=value_bytes,
             **common,
@@ -241,6 +265,9 @@ def decode_transaction_log_record(key: Buffer | None, value: Buffer | None) -> D
     decoded = _decode(TRANSACTION_LOG_VALUE, value_bytes, version, "value")
     status = decoded.data["transactionStatus"]
     state = TRANSACTION_STATES.get(status)
+    kafka4_data = dict(decoded.data)
+    kafka4_data["transactionStatus"] = state if state is not None else str(status)
+    oracle4 = OracleText(key=key_json, payload=kafka_json({"version": str(version), "data": kafka4_data}))
     value_dict: dict[str, Any] = {"version": str(version), "data": decoded.data, "state": state}
     try:
         oracle = OracleText(key=key_text, payload=format_payload(decoded.data))
@@ -250,7 +277,7 @@ def decode_transaction_log_record(key: Buffer | None, value: Buffer | None) -> D
     if state is None:
         unknown_state = {
             "status": "unknown",
-            "reason": f"transaction state id {status} is not one Kafka 3.8 defines",
+            "reason": f"transaction state id {status} is not one Kafka 3.0-4.4 defines",
             "raw_key": key_bytes,
             "raw_value": value_bytes,
         }
@@ -258,6 +285,7 @@ def decode_transaction_log_record(key: Buffer | None, value: Buffer | None) -> D
         **({"status": "ok"} | unknown_state),
         value=value_dict,
         oracle=oracle,
+        oracle4=oracle4,
         value_unknown_tagged_fields=decoded.unknown_tagged_fields,
         value_trailing_bytes=len(value_bytes) - decoded.end,
         **common,

@@ -9,6 +9,7 @@ internal-topic decoders must reproduce.
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import warnings
 from collections.abc import Iterator
@@ -17,8 +18,12 @@ from typing import NamedTuple
 
 import pytest
 
-# /work/main/tests/formats/internal/raw_records.py -> /work/main/../shared/corpus
-CORPUS_ROOT = Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
+# /work/main/tests/formats/internal/raw_records.py -> /work/main/../shared/corpus, or $KDUMP_CORPUS.
+CORPUS_ROOT = (
+    Path(os.environ["KDUMP_CORPUS"]).expanduser().resolve()
+    if os.environ.get("KDUMP_CORPUS")
+    else Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
+)
 
 SEGMENT = "00000000000000000000.log"
 

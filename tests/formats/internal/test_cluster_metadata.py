@@ -11,21 +11,23 @@ from raw_records import METADATA_SEGMENTS, iter_raw_records, oracle_record_suffi
 from wire import all_versions, encode_message, full_values, json_view, uvarint
 
 from kdump.errors import CorruptFieldError, DecodeError, TruncatedError
-from kdump.formats.internal.cluster_metadata import (
-    BROKER_REGISTRATION_CHANGE_RECORD,
-    CLIENT_QUOTA_RECORD,
+from kdump.formats.internal.cluster_metadata import decode_metadata_record
+from kdump.formats.internal.control_records import (
     CONTROL_TYPES,
     KRAFT_VERSION_RECORD,
     LEADER_CHANGE_MESSAGE,
-    METADATA_RECORD_TYPES,
-    PARTITION_CHANGE_RECORD,
     SNAPSHOT_FOOTER_RECORD,
     SNAPSHOT_HEADER_RECORD,
-    TOPIC_RECORD,
-    USER_SCRAM_CREDENTIAL_RECORD,
     VOTERS_RECORD,
     decode_control_record,
-    decode_metadata_record,
+)
+from kdump.formats.internal.metadata_tables import (
+    BROKER_REGISTRATION_CHANGE_RECORD,
+    CLIENT_QUOTA_RECORD,
+    METADATA_RECORD_TYPES,
+    PARTITION_CHANGE_RECORD,
+    TOPIC_RECORD,
+    USER_SCRAM_CREDENTIAL_RECORD,
     metadata_type_name,
 )
 from kdump.formats.internal.schema import MessageType, kafka_json, uuid_to_str
@@ -73,7 +75,9 @@ def test_every_corpus_record_matches_the_oracle(corpus_dir: str, partition_dir: 
 
 def test_type_names() -> None:
     names = {key: name for key, (name, _) in METADATA_RECORD_TYPES.items()}
-    assert len(names) == 25
+    assert len(names) == 27
+    assert names[28] == "CLEAR_ELR_RECORD"
+    assert names[29] == "UNREGISTER_CONTROLLER_RECORD"
     assert names[21] == "ZK_MIGRATION_STATE_RECORD"
     assert names[27] == "REGISTER_CONTROLLER_RECORD"
     assert names[11] == "USER_SCRAM_CREDENTIAL_RECORD"
@@ -94,7 +98,7 @@ def test_round_trip_every_type_and_version(api_key: int, version: int, data: st.
     assert decoded.status == "ok"
     assert decoded.key is None
     assert decoded.value == {"type": name, "version": version, "data": json_view(msg, value, version)}
-    assert decoded.oracle_suffix(1) == " payload: " + kafka_json(decoded.value)
+    assert decoded.oracle_suffix(1, "4") == " payload: " + kafka_json(decoded.value)
     json.dumps(decoded.to_dict())
 
 

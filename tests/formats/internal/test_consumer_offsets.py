@@ -12,17 +12,19 @@ from raw_records import OFFSETS_SEGMENTS, iter_raw_records, oracle_record_suffix
 from wire import all_versions, encode_message, full_values, json_view
 
 from kdump.errors import CorruptFieldError, DecodeError, TruncatedError
-from kdump.formats.internal.cluster_metadata import decode_control_record
 from kdump.formats.internal.consumer_offsets import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     GROUP_METADATA_VALUE,
+    KAFKA3_TYPES,
+    KAFKA4_REMOVED_TYPES,
     OFFSET_COMMIT_KEY,
     OFFSET_COMMIT_VALUE,
     RECORD_TYPES,
     decode_consumer_protocol,
     decode_offsets_record,
 )
+from kdump.formats.internal.control_records import decode_control_record
 from kdump.formats.internal.schema import kafka_json
 
 
@@ -31,7 +33,7 @@ def _i16(v: int) -> bytes:
 
 
 def _key(record_type: int, data: dict[str, Any]) -> bytes:
-    return _i16(record_type) + encode_message(RECORD_TYPES[record_type][1], data, record_type)
+    return _i16(record_type) + encode_message(RECORD_TYPES[record_type][1], data, 0)
 
 
 def _b64(raw: bytes) -> str:
@@ -98,18 +100,22 @@ CASES = [
 @given(data=st.data())
 def test_round_trip_every_type_and_version(record_type: int, version: int, data: st.DataObject) -> None:
     name, key_msg, value_msg = RECORD_TYPES[record_type]
-    key_data = data.draw(full_values(key_msg, record_type))
+    key_data = data.draw(full_values(key_msg, 0))
     value_data = data.draw(full_values(value_msg, version))
     if value_msg is GROUP_METADATA_VALUE:
         value_data["protocolType"] = "other"  # the consumer-protocol expansion is tested apart
-    key = _i16(record_type) + encode_message(key_msg, key_data, record_type)
+    key = _i16(record_type) + encode_message(key_msg, key_data, 0)
     value = _i16(version) + encode_message(value_msg, value_data, version)
     decoded = decode_offsets_record(key, value)
     assert decoded.status == "ok"
     assert decoded.record == name
-    assert decoded.key == {"type": str(record_type), "data": json_view(key_msg, key_data, record_type)}
+    assert decoded.key == {"type": str(record_type), "data": json_view(key_msg, key_data, 0)}
     assert decoded.value == {"version": str(version), "data": json_view(value_msg, value_data, version)}
-    assert decoded.oracle_suffix(7) == f" key: {kafka_json(decoded.key)} payload: {kafka_json(decoded.value)}"
+    assert decoded.layout is None
+    both = f" key: {kafka_json(decoded.key)} payload: {kafka_json(decoded.value)}"
+    unknown = f" key: Unknown record type {record_type} at offset 7, skipping."
+    assert decoded.oracle_suffix(7, "3") == (both if record_type in KAFKA3_TYPES else unknown)
+    assert decoded.oracle_suffix(7, "4") == (unknown if record_type in KAFKA4_REMOVED_TYPES else both)
     json.dumps(decoded.to_dict())
 
 
@@ -130,7 +136,7 @@ def test_offset_commit_json_by_version() -> None:
 
 def test_kip848_member_metadata_with_classic_tag() -> None:
     _, key_msg, value_msg = RECORD_TYPES[5]
-    key = _i16(5) + encode_message(key_msg, {"groupId": "g", "memberId": "m"}, 5)
+    key = _i16(5) + encode_message(key_msg, {"groupId": "g", "memberId": "m"}, 0)
     data = {
         "instanceId": None,
         "rackId": "r",
@@ -153,11 +159,16 @@ def test_kip848_member_metadata_with_classic_tag() -> None:
         '"subscribedTopicRegex":null,"rebalanceTimeoutMs":300,"serverAssignor":"uniform",'
         '"classicMemberMetadata":{"sessionTimeoutMs":45,"supportedProtocols":[{"name":"range","metadata":"AQ=="}]}}}'
     )
-    # Without the tagged struct the field is left out, as Kafka's JSON converter does.
-    data["classicMemberMetadata"] = None
+    # Without the tag the field holds its default (an empty struct) and is left out, as Kafka's JSON
+    # converter does; a tag holding null is printed as null (what 4.4 brokers write for consumer members).
+    del data["classicMemberMetadata"]
     decoded = decode_offsets_record(key, _i16(0) + encode_message(value_msg, data, 0))
     assert decoded.value is not None
     assert "classicMemberMetadata" not in decoded.value["data"]
+    data["classicMemberMetadata"] = None
+    decoded = decode_offsets_record(key, _i16(0) + encode_message(value_msg, data, 0))
+    assert decoded.value is not None
+    assert decoded.value["data"]["classicMemberMetadata"] is None
 
 
 # ------------------------------------------------------------------------------------- consumer protocol

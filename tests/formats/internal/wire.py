@@ -84,7 +84,7 @@ class _Encoder:
             if v not in f.versions:
                 continue
             if v in f.tagged:
-                value = data[f.name]
+                value = data.get(f.name, default_value(f))  # a tag left out holds its default
                 if not is_default(f, value):
                     assert f.tag is not None
                     sub = _Encoder(self.msg, v, self.unknown_tags)
