@@ -50,7 +50,7 @@ from kdump.render.rows import ENCODINGS
 )
 @click.option(
     "--decode",
-    type=click.Choice(["auto", "offsets", "transactions", "metadata", "none"]),
+    type=click.Choice(["auto", "offsets", "transactions", "metadata", "remote-log-metadata", "none"]),
     default="auto",
     show_default=True,
     help="Decoder for internal topics' records; auto chooses by partition directory name.",

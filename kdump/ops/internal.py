@@ -2,7 +2,7 @@
 
 The decoder is chosen by the partition directory's name, as an operator would expect:
 `__consumer_offsets-N` (offset commits and group metadata), `__transaction_state-N` (the
-transaction log) and `__cluster_metadata-N` plus KRaft snapshot `.checkpoint` files and
+transaction log), `__remote_log_metadata-N` (tiered storage's remote segment states) and `__cluster_metadata-N` plus KRaft snapshot `.checkpoint` files and
 `bootstrap.checkpoint` (metadata records). `--decode` overrides the choice. Records of control
 batches are decoded as control records (transaction markers, KRaft leader change, snapshot
 header and footer, KRaft version and voters). A record kdump cannot decode is shown raw with a
@@ -23,15 +23,17 @@ from kdump.formats.internal import (
     decode_control_record,
     decode_metadata_record,
     decode_offsets_record,
+    decode_remote_log_metadata_record,
     decode_transaction_log_record,
 )
 from kdump.formats.records import Record
 
-DECODERS = ("auto", "offsets", "transactions", "metadata", "none")
+DECODERS = ("auto", "offsets", "transactions", "metadata", "remote-log-metadata", "none")
 _BY_TOPIC = {
     "__consumer_offsets": "offsets",
     "__transaction_state": "transactions",
     "__cluster_metadata": "metadata",
+    "__remote_log_metadata": "remote-log-metadata",
 }
 
 
@@ -59,6 +61,8 @@ def _decode(decoder: str, batch: BatchHeader, r: Record) -> DecodedRecord:
         return decode_offsets_record(r.key, r.value)
     if decoder == "transactions":
         return decode_transaction_log_record(r.key, r.value)
+    if decoder == "remote-log-metadata":
+        return decode_remote_log_metadata_record(r.value)
     return decode_metadata_record(r.value)
 
 

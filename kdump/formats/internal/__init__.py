@@ -4,6 +4,7 @@
 * `transaction_log`: `__transaction_state` (transactional ids and their partitions);
 * `cluster_metadata`: `__cluster_metadata` (KRaft metadata records) and the control records of any partition
   (transaction markers, KRaft leader change, snapshot header/footer, kraft version, voters);
+* `remote_log_metadata`: `__remote_log_metadata` (tiered storage: remote segments' copy and delete states);
 * `schema`: the engine for Kafka's generated-message wire format that the three decoders share, with field
   tables written in Python; `decoded`: the `DecodedRecord` they all return.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 from kdump.formats.internal.cluster_metadata import decode_control_record, decode_metadata_record
 from kdump.formats.internal.consumer_offsets import decode_offsets_record
 from kdump.formats.internal.decoded import DecodedRecord
+from kdump.formats.internal.remote_log_metadata import decode_remote_log_metadata_record
 from kdump.formats.internal.schema import Buffer
 from kdump.formats.internal.transaction_log import decode_transaction_log_record
 
@@ -26,10 +28,11 @@ __all__ = [
     "decode_internal_record",
     "decode_metadata_record",
     "decode_offsets_record",
+    "decode_remote_log_metadata_record",
     "decode_transaction_log_record",
 ]
 
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__cluster_metadata")
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__cluster_metadata", "__remote_log_metadata")
 """Topics whose data records `decode_internal_record` decodes."""
 
 
@@ -48,4 +51,6 @@ def decode_internal_record(
         return decode_transaction_log_record(key, value)
     if topic == "__cluster_metadata":
         return decode_metadata_record(value)
+    if topic == "__remote_log_metadata":
+        return decode_remote_log_metadata_record(value)
     return None

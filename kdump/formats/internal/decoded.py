@@ -40,7 +40,7 @@ from typing import Any, Literal
 from kdump.errors import CorruptFieldError
 from kdump.formats.internal.schema import UnknownTaggedField
 
-Decoder = Literal["consumer_offsets", "transaction_log", "cluster_metadata", "control"]
+Decoder = Literal["consumer_offsets", "transaction_log", "cluster_metadata", "remote_log_metadata", "control"]
 Status = Literal["ok", "tombstone", "unknown"]
 
 
