@@ -20,7 +20,9 @@ from kdump.formats.txn_index import AbortedTxn, TxnIndexContents
 from kdump.model.entries import file_kind
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
+from kdump.model.remote_index_cache import RemoteIndexCache
 from kdump.model.segment import Segment
+from kdump.ops.remote_cache_check import check_remote_index_cache
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.ops.state_checks import TEXT_DECODERS, check_snapshot, check_text_state
 from kdump.scan.index_checks import check_txn_index
@@ -196,6 +198,12 @@ def _rollup(
     report = PartitionReport(str(target.path), target.kind, list(target.problems), taken_as=target.taken_as())
     if target.kind == "log-dir":
         report.findings.extend(_check_log_dir_files(target))
+    if target.remote_index_cache is not None:
+        cache = RemoteIndexCache.load(target.remote_index_cache)
+        report.findings.extend(check_remote_index_cache(cache))
+        if target.remote_index_cache == target.path:
+            report.taken_as = f"a remote index cache of {len(cache.segments)} segments ({cache.files} files)"
+            report.partitions = -1  # nothing to roll up, and not "no partition"
     parts = [r for r in leaves if r.kind == "partition"] + [c for c in children if c is not None]
     for r in parts:
         report.partitions += r.partitions if not r.is_leaf else 1
@@ -206,7 +214,10 @@ def _rollup(
         report.log_bytes += r.log_bytes
         report.checked_bytes += r.checked_bytes
         report.limited = report.limited or r.limited
-    _nothing_to_check(report, options, report.partitions)
+    if report.partitions >= 0:
+        _nothing_to_check(report, options, report.partitions)
+    else:
+        report.partitions = 0
     for sev in Severity:
         report.under[sev] = report.count(sev) + sum(r.total(sev) for r in parts)
     return report
