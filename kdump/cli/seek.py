@@ -22,7 +22,7 @@ from kdump.ops.seek import (
     load_log_dir_checkpoints,
     seek_partition,
 )
-from kdump.ops.seek_tiered import TieredSeekContext
+from kdump.ops.tiered import TieredContext
 from kdump.ops.topic_config import TopicConfigs
 
 # ListOffsets' sentinel timestamps (ListOffsetsRequest.LATEST_TIMESTAMP and friends, KIP-1005, KIP-1023).
@@ -208,9 +208,7 @@ def seek_command(
     sys.exit(ExitCode.UNREADABLE if unreadable else ExitCode.OK)
 
 
-def _tiered_context(
-    remote: str | None, metadata: tuple[str, ...], metadata_log: str | None
-) -> TieredSeekContext:
+def _tiered_context(remote: str | None, metadata: tuple[str, ...], metadata_log: str | None) -> TieredContext:
     """Where tiered answers read topic configs, remote log metadata and remote segments from."""
     store = None
     if remote is not None:
@@ -223,7 +221,7 @@ def _tiered_context(
         if not store.partitions:
             raise click.BadParameter(f"{remote} holds no remote partition directory", param_hint="--remote")
     configs = TopicConfigs(Path(metadata_log) if metadata_log is not None else None)
-    return TieredSeekContext(configs, tuple(Path(p) for p in metadata), store)
+    return TieredContext(configs, tuple(Path(p) for p in metadata), store)
 
 
 def _print(r: SeekResult, fmt: str) -> None:

@@ -45,14 +45,19 @@ from kdump.model.segment_time import SegmentMax
 from kdump.model.segment_view import SegmentView
 from kdump.ops.seek_result import SeekResult as SeekResult
 from kdump.ops.seek_tiered import (
-    TieredSeekContext,
     needs_tiering,
     partition_tiering,
     remote_start_answer,
     remote_time_answer,
     seek_tiered_target,
 )
-from kdump.ops.tiered import broker_log_starts, earliest_epoch, latest_epoch, read_epoch_entries
+from kdump.ops.tiered import (
+    TieredContext,
+    broker_log_starts,
+    earliest_epoch,
+    latest_epoch,
+    read_epoch_entries,
+)
 from kdump.scan.source import read_small_file
 
 SpecialTarget = Literal[
@@ -115,7 +120,7 @@ def seek_partition(
     log_dir_path: Path | None = None,
     label: str | None = None,
     log_dir_checkpoints: LogDirCheckpoints | None = None,
-    tiered: TieredSeekContext | None = None,
+    tiered: TieredContext | None = None,
 ) -> SeekResult:
     """Answer a ListOffsets-style query for one partition directory from its files.
 
@@ -160,7 +165,7 @@ class _Run(ReadLedger):
         part: PartitionDir,
         ckpt: LogDirCheckpoints,
         label: str,
-        ctx: TieredSeekContext | None = None,
+        ctx: TieredContext | None = None,
         log_dir: Path | None = None,
         needs_tiering: bool = False,
     ) -> None:

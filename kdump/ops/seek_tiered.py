@@ -25,25 +25,25 @@ offset and a note says why, never a guess.
 from __future__ import annotations
 
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kdump.errors import DecodeError, KdumpError
-from kdump.formats import checkpoints
 from kdump.model.partition import PartitionDir
-from kdump.model.remote_store import RemoteStore
 from kdump.model.segment import Segment
 from kdump.model.segment_view import SegmentView
 from kdump.ops.remote_metadata import (
     PartitionRemoteLog,
-    RemoteLogMetadata,
     RemoteSegment,
-    load_remote_log_metadata,
 )
-from kdump.ops.tiered import EpochEntries, Tiering, epoch_for_offset, highest_remote_offset, tiering
-from kdump.ops.topic_config import TopicConfigs
-from kdump.scan.source import read_small_file
+from kdump.ops.tiered import (
+    EpochEntries,
+    TieredContext,
+    Tiering,
+    epoch_for_offset,
+    highest_remote_offset,
+    partition_topic_id,
+    tiering,
+)
 
 if TYPE_CHECKING:
     from kdump.ops.seek import _Run
@@ -52,50 +52,16 @@ if TYPE_CHECKING:
 TIERED_TARGETS = ("earliest-local", "latest-tiered", "earliest-pending-upload")
 
 
-@dataclass(slots=True)
-class TieredSeekContext:
-    """What tiered answers read besides the partition: topic configs, remote metadata, the remote store.
-
-    `metadata_paths`: where `__remote_log_metadata` partitions are looked for (empty: the log dir
-    holding each partition); loaded once per set of paths.
-    """
-
-    configs: TopicConfigs = field(default_factory=TopicConfigs)
-    metadata_paths: tuple[Path, ...] = ()
-    store: RemoteStore | None = None
-    _metadata: dict[tuple[Path, ...], RemoteLogMetadata] = field(default_factory=dict)
-
-    def metadata_for(self, log_dir: Path | None) -> RemoteLogMetadata | None:
-        """The replayed remote log metadata that speaks for a partition of `log_dir`."""
-        paths = self.metadata_paths or ((log_dir,) if log_dir is not None else ())
-        if not paths:
-            return None
-        if paths not in self._metadata:
-            self._metadata[paths] = load_remote_log_metadata(paths)
-        meta = self._metadata[paths]
-        return meta if meta.sources else None
-
-
 def needs_tiering(target: object) -> bool:
     """Whether an answer for `target` depends on the partition being tiered."""
     return isinstance(target, str) and target in TIERED_TARGETS
 
 
-def partition_tiering(part: PartitionDir, log_dir: Path | None, ctx: TieredSeekContext | None) -> Tiering:
+def partition_tiering(part: PartitionDir, log_dir: Path | None, ctx: TieredContext | None) -> Tiering:
     """Whether the partition is tiered (unknown without a context to read topic configs from)."""
     if ctx is None:
         return Tiering(None, "no metadata log was consulted")
     return tiering(part, log_dir, ctx.configs)
-
-
-def _topic_id(part: PartitionDir) -> str | None:
-    path = part.partition_metadata
-    if path is None:
-        return None
-    try:
-        return checkpoints.decode_partition_metadata(read_small_file(path)).topic_id
-    except (DecodeError, KdumpError, ValueError, AttributeError):
-        return None
 
 
 def _remote_log(run: _Run) -> tuple[PartitionRemoteLog | None, str | None]:
@@ -105,7 +71,7 @@ def _remote_log(run: _Run) -> tuple[PartitionRemoteLog | None, str | None]:
     meta = run.ctx.metadata_for(run.part.path.parent)
     if meta is None:
         return None, "no __remote_log_metadata partition beside it or named with --remote-log-metadata"
-    remote = meta.for_partition(run.part.topic, run.part.partition, _topic_id(run.part))
+    remote = meta.for_partition(run.part.topic, run.part.partition, partition_topic_id(run.part))
     if remote is None:
         names = ", ".join(p.name for p in meta.sources)
         return None, f"the __remote_log_metadata partitions read ({names}) hold no record of this partition"

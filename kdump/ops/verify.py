@@ -25,6 +25,7 @@ from kdump.model.segment import Segment
 from kdump.ops.remote_cache_check import check_remote_index_cache
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.ops.state_checks import TEXT_DECODERS, check_snapshot, check_text_state
+from kdump.ops.tiered import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
 from kdump.scan.index_checks import check_txn_index
 from kdump.scan.source import read_small_file
 from kdump.store.queries import listing_findings, partition_listing_findings
@@ -71,6 +72,11 @@ class PartitionReport:
     limited: bool = False
     partitions: int = 0  # log-dir and log-dirs reports: how many partitions they hold
     taken_as: str | None = None  # for a path as given: what kdump took it to be
+    # Tiered storage (set where the log-start-offset checkpoint is below the first segment): whether the
+    # partition is tiered (None: unknown), and its log start offsets as the broker loads them.
+    tiered: bool | None = None
+    log_start_offset: int | None = None
+    local_log_start_offset: int | None = None
 
     # Log dirs and directories of log dirs: findings by severity under them, their own included.
     under: dict[Severity, int] = field(default_factory=dict)
@@ -119,10 +125,18 @@ def plan_verify(targets: Iterable[Target]) -> Plan:
 
 
 def verify_targets(
-    targets: Iterable[Target], options: VerifyOptions, progress: Progress | None = None
+    targets: Iterable[Target],
+    options: VerifyOptions,
+    progress: Progress | None = None,
+    tiered: TieredContext | None = None,
 ) -> Iterator[PartitionReport]:
     """Verify every target; yields one report per partition (or per file given alone), in order,
-    then one per log dir (and directory of log dirs) rolling up the partitions under it."""
+    then one per log dir (and directory of log dirs) rolling up the partitions under it.
+
+    `tiered`: where tiered partitions' topic configs and remote log metadata are read (default: each
+    partition's log dir)."""
+    ctx = tiered if tiered is not None else TieredContext()
+    starts = LogStartCheckpoints()
     targets = list(targets)
     for target in targets:
         # What listing a stored tree found wrong (a damaged tarball) is a report of its own, first.
@@ -136,9 +150,23 @@ def verify_targets(
     def leaves() -> Iterator[PartitionReport]:
         for _, units in plans:
             for target, part, segs in units:
-                yield unit_report(target, part, [next(results) for _ in segs])
+                report = unit_report(target, part, [next(results) for _ in segs])
+                if part is not None:
+                    _annotate_tiered(report, tiered_facts(part, target.log_dir_path, ctx, starts))
+                yield report
 
     yield from assemble(plans, leaves(), options)
+
+
+def _annotate_tiered(report: PartitionReport, facts: TieredFacts | None) -> None:
+    if facts is None:
+        return
+    report.tiered = facts.tiered
+    report.log_start_offset, report.local_log_start_offset = (
+        facts.log_start_offset,
+        facts.local_log_start_offset,
+    )
+    report.findings.extend(facts.gaps)
 
 
 def unit_report(
@@ -305,7 +333,8 @@ def check_segments(
         yield result
 
 
-def _tally(report: PartitionReport, results: Sequence[SegmentResult]) -> None:
+def tally(report: PartitionReport, results: Sequence[SegmentResult]) -> None:
+    """Add segments' findings and counts to a report."""
     for r in results:
         report.findings.extend(r.findings)
         s = r.summary
@@ -327,7 +356,7 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
     """A report for one file given on its own."""
     report = PartitionReport(target.given, "file", list(target.problems), taken_as=target.taken_as())
     report.log_bytes = target.log_bytes
-    _tally(report, results)
+    tally(report, results)
     if results or target.problems:
         return report
     kind = file_kind(target.path)
@@ -349,7 +378,7 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
 def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label: str) -> PartitionReport:
     """Run the partition-level checks over the segments' results."""
     report = PartitionReport(label, "partition", list(part.problems))
-    _tally(report, results)
+    tally(report, results)
     f = report.findings
     f.extend(_check_overlaps(results))
     f.extend(check_transactions(results))
