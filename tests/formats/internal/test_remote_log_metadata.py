@@ -162,7 +162,8 @@ def test_a_refused_record_keeps_its_bytes_and_says_why() -> None:
     assert decoded.oracle_suffix(12).startswith(
         " payload: Error at offset 12, skipping. Unexpected start offset = -1."
     )
-    assert decoded.value is not None and decoded.value["data"]["startOffset"] == -1
+    assert decoded.value is not None
+    assert decoded.value["data"]["startOffset"] == -1
     frame = uvarint(1) + uvarint(9) + uvarint(0)
     assert (
         decode_remote_log_metadata_record(frame).reason
@@ -225,17 +226,20 @@ def _check_fields(fields: tuple[Field, ...], spec: list[dict[str, Any]], where: 
         assert str(f.tagged) == s.get("taggedVersions", "none"), f"{where}/{name}: tagged"
         assert f.tag == s.get("tag"), f"{where}/{name}: tag"
         if "default" in s:
-            assert f.default is None and s["default"] == "null", f"{where}/{name}: default"
+            assert f.default is None, f"{where}/{name}: default"
+            assert s["default"] == "null", f"{where}/{name}: default"
         kind = s["type"]
         if kind.startswith("[]"):
             assert isinstance(f.type, ArrayOf), f"{where}/{name}: array"
             element = f.type.element
-            assert isinstance(element, StructType) and element.name == kind[2:]
+            assert isinstance(element, StructType)
+            assert element.name == kind[2:]
             _check_fields(element.fields, s["fields"], f"{where}/{name}", newest=newest)
         elif kind in _PRIMS:
             assert f.type is _PRIMS[kind], f"{where}/{name}: {kind}"
         else:
-            assert isinstance(f.type, StructType) and f.type.name == kind, f"{where}/{name}: {kind}"
+            assert isinstance(f.type, StructType), f"{where}/{name}: {kind}"
+            assert f.type.name == kind, f"{where}/{name}: {kind}"
             _check_fields(f.type.fields, s["fields"], f"{where}/{name}", newest=newest)
 
 
