@@ -43,16 +43,24 @@ def tiered_root(tmp_dir: Path) -> Path:
             data = src.read()
             target = work / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            body = data.rstrip(b"\0")
-            with target.open("wb") as out:
-                out.write(body)
-                out.truncate(len(data))  # the zero tail as a hole, as the broker's preallocation leaves it
+            _write_sparse(target, data)
     (work / ".extracted").write_text(digest + "\n")
     try:
         work.rename(final)
     except OSError:
         shutil.rmtree(work, ignore_errors=True)
     return final
+
+
+def _write_sparse(target: Path, data: bytes) -> None:
+    with target.open("wb") as out:
+        out.write(data.rstrip(b"\0"))
+        out.truncate(len(data))  # the zero tail as a hole, as the broker's preallocation leaves it
+
+
+def _copy_sparse(src: str, dst: str) -> None:
+    _write_sparse(Path(dst), Path(src).read_bytes())
+    shutil.copystat(src, dst)
 
 
 def corpus_dir(root: Path, version: str) -> Path:
@@ -67,11 +75,11 @@ def log_dir_copy(root: Path, version: str, dest: Path) -> Path:
         if entry.name == "_logdir-files":
             for f in sorted(entry.iterdir()):
                 if f.is_dir():
-                    shutil.copytree(f, dest / f.name)
+                    shutil.copytree(f, dest / f.name, copy_function=_copy_sparse)
                 else:
-                    shutil.copy2(f, dest / f.name)
+                    _copy_sparse(str(f), str(dest / f.name))
         elif entry.name not in ("expected", "_remote"):
-            shutil.copytree(entry, dest / entry.name)
+            shutil.copytree(entry, dest / entry.name, copy_function=_copy_sparse)
     return dest
 
 

@@ -96,13 +96,9 @@ def remote_partition_report(
     report = PartitionReport(str(part.path), "partition", list(part.problems))
     present = sorted((f for f in part.segments.values() if "log" in f.files), key=lambda f: f.start_offset)
     report.log_bytes = sum(f.sizes.get("log", 0) for f in present)
-    results = list(check_segments([f.segment() for f in present], options))
-    if remote is not None:
-        # A remote index that is not there is the segment's missing file, said once (remote-segment-missing).
-        results = [
-            replace(r, findings=tuple(f for f in r.findings if f.code not in _MISSING_INDEX_CODES))
-            for r in results
-        ]
+    results = [
+        _as_remote(r, remote is not None) for r in check_segments([f.segment() for f in present], options)
+    ]
     tally(report, results)
     by_id = {f.segment_id: r for f, r in zip(present, results, strict=True)}
     for files in part.segments.values():
@@ -129,6 +125,24 @@ def remote_partition_report(
             )
         )
     return report
+
+
+def _as_remote(result: SegmentResult, said_missing: bool) -> SegmentResult:
+    """A remote segment's scan findings, judged as the broker meets them there: it fetches a remote index
+    into its cache and fails on any damage (it rebuilds only local indexes), so index findings are errors.
+    A missing index is the segment's missing file, said once (`remote-segment-missing`)."""
+    out: list[Finding] = []
+    for f in result.findings:
+        if said_missing and f.code in _MISSING_INDEX_CODES:
+            continue
+        if f.code.startswith(("index-", "time-index-", "txn-index-")) and f.code != "index-preallocated-tail":
+            f = replace(
+                f,
+                severity=max(f.severity, Severity.ERROR),
+                message=f"{f.message} (a remote index: the broker fetches it as it is and fails on it)",
+            )
+        out.append(f)
+    return replace(result, findings=tuple(out))
 
 
 def _side_files(files: RemoteSegmentFiles) -> list[Finding]:
