@@ -34,9 +34,7 @@ def report_summary_row(r: PartitionReport) -> dict[str, Any]:
 
 
 def tiered_fields(r: PartitionReport) -> dict[str, Any]:
-    """A tiered partition's log starts (only where its checkpoint is below its first local segment)."""
-    if r.tiered is None and r.log_start_offset is None:
-        return {}
+    """A tiered partition's log starts (null but where its checkpoint is below its first local segment)."""
     return {
         "tiered": r.tiered,
         "log_start_offset": r.log_start_offset,
