@@ -17,6 +17,8 @@ segment's three cached files, which the broker fetches again when it next reads 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kdump.errors import KdumpError
 from kdump.findings import Finding, make_finding
 from kdump.formats.offset_index import decode_offset_index
@@ -35,6 +37,14 @@ def check_remote_index_cache(cache: RemoteIndexCache) -> list[Finding]:
     for seg in cache.segments:
         out.extend(check_cached_segment(seg))
     return out
+
+
+def remote_index_cache_report(path: Path) -> tuple[list[Finding], str]:
+    """The cache directory's findings, and what it is in words (for verify's report of it)."""
+    cache = RemoteIndexCache.load(path)
+    return check_remote_index_cache(
+        cache
+    ), f"a remote index cache of {len(cache.segments)} segments ({cache.files} files)"
 
 
 def _corrupt(path: str, why: str, base: int) -> Finding:

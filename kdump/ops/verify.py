@@ -20,9 +20,8 @@ from kdump.formats.txn_index import AbortedTxn, TxnIndexContents
 from kdump.model.entries import file_kind
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
-from kdump.model.remote_index_cache import RemoteIndexCache
 from kdump.model.segment import Segment
-from kdump.ops.remote_cache_check import check_remote_index_cache
+from kdump.ops.remote_cache_check import remote_index_cache_report
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.ops.state_checks import TEXT_DECODERS, check_snapshot, check_text_state
 from kdump.ops.tiered import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
@@ -72,11 +71,8 @@ class PartitionReport:
     limited: bool = False
     partitions: int = 0  # log-dir and log-dirs reports: how many partitions they hold
     taken_as: str | None = None  # for a path as given: what kdump took it to be
-    # Tiered storage (set where the log-start-offset checkpoint is below the first segment): whether the
-    # partition is tiered (None: unknown), and its log start offsets as the broker loads them.
-    tiered: bool | None = None
-    log_start_offset: int | None = None
-    local_log_start_offset: int | None = None
+    # Where the log-start-offset checkpoint is below the first segment: tiered or not, both log starts.
+    tiered: TieredFacts | None = None
 
     # Log dirs and directories of log dirs: findings by severity under them, their own included.
     under: dict[Severity, int] = field(default_factory=dict)
@@ -131,10 +127,8 @@ def verify_targets(
     tiered: TieredContext | None = None,
 ) -> Iterator[PartitionReport]:
     """Verify every target; yields one report per partition (or per file given alone), in order,
-    then one per log dir (and directory of log dirs) rolling up the partitions under it.
-
-    `tiered`: where tiered partitions' topic configs and remote log metadata are read (default: each
-    partition's log dir)."""
+    then one per log dir (and directory of log dirs) rolling up the partitions under it. `tiered`
+    says where tiered partitions' configs and remote metadata are (default: each one's log dir)."""
     ctx = tiered if tiered is not None else TieredContext()
     starts = LogStartCheckpoints()
     targets = list(targets)
@@ -151,22 +145,11 @@ def verify_targets(
         for _, units in plans:
             for target, part, segs in units:
                 report = unit_report(target, part, [next(results) for _ in segs])
-                if part is not None:
-                    _annotate_tiered(report, tiered_facts(part, target.log_dir_path, ctx, starts))
+                report.tiered = tiered_facts(part, target.log_dir_path, ctx, starts) if part else None
+                report.findings.extend(report.tiered.gaps if report.tiered is not None else ())
                 yield report
 
     yield from assemble(plans, leaves(), options)
-
-
-def _annotate_tiered(report: PartitionReport, facts: TieredFacts | None) -> None:
-    if facts is None:
-        return
-    report.tiered = facts.tiered
-    report.log_start_offset, report.local_log_start_offset = (
-        facts.log_start_offset,
-        facts.local_log_start_offset,
-    )
-    report.findings.extend(facts.gaps)
 
 
 def unit_report(
@@ -226,12 +209,11 @@ def _rollup(
     report = PartitionReport(str(target.path), target.kind, list(target.problems), taken_as=target.taken_as())
     if target.kind == "log-dir":
         report.findings.extend(_check_log_dir_files(target))
+    cache_alone = target.remote_index_cache == target.path  # given on its own: no partition to miss
     if target.remote_index_cache is not None:
-        cache = RemoteIndexCache.load(target.remote_index_cache)
-        report.findings.extend(check_remote_index_cache(cache))
-        if target.remote_index_cache == target.path:
-            report.taken_as = f"a remote index cache of {len(cache.segments)} segments ({cache.files} files)"
-            report.partitions = -1  # nothing to roll up, and not "no partition"
+        found, taken_as = remote_index_cache_report(target.remote_index_cache)
+        report.findings.extend(found)
+        report.taken_as = taken_as if cache_alone else report.taken_as
     parts = [r for r in leaves if r.kind == "partition"] + [c for c in children if c is not None]
     for r in parts:
         report.partitions += r.partitions if not r.is_leaf else 1
@@ -242,10 +224,8 @@ def _rollup(
         report.log_bytes += r.log_bytes
         report.checked_bytes += r.checked_bytes
         report.limited = report.limited or r.limited
-    if report.partitions >= 0:
+    if not cache_alone:
         _nothing_to_check(report, options, report.partitions)
-    else:
-        report.partitions = 0
     for sev in Severity:
         report.under[sev] = report.count(sev) + sum(r.total(sev) for r in parts)
     return report

@@ -35,17 +35,20 @@ def report_summary_row(r: PartitionReport) -> dict[str, Any]:
 
 def tiered_fields(r: PartitionReport) -> dict[str, Any]:
     """A tiered partition's log starts (null but where its checkpoint is below its first local segment)."""
+    t = r.tiered
     return {
-        "tiered": r.tiered,
-        "log_start_offset": r.log_start_offset,
-        "local_log_start_offset": r.local_log_start_offset,
+        "tiered": t.tiered if t is not None else None,
+        "log_start_offset": t.log_start_offset if t is not None else None,
+        "local_log_start_offset": t.local_log_start_offset if t is not None else None,
     }
 
 
 def tiered_text(r: PartitionReport) -> str:
     """`, log start offset 37 (37..279 in remote storage)` for a tiered partition."""
-    lso, local = r.log_start_offset, r.local_log_start_offset
-    if not r.tiered or lso is None or local is None:
+    if r.tiered is None or not r.tiered.tiered:
+        return ""
+    lso, local = r.tiered.log_start_offset, r.tiered.local_log_start_offset
+    if lso is None or local is None:
         return ""
     held = f"{lso}..{local - 1} in remote storage" if lso < local else "nothing in remote storage"
     return f", log start offset {lso} ({held})"
