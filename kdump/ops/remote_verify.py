@@ -43,7 +43,14 @@ from kdump.ops.remote_metadata import (
 from kdump.ops.segment_check import SegmentResult
 from kdump.ops.state_checks import check_snapshot
 from kdump.ops.tiered import coverage_gaps
-from kdump.ops.verify import PartitionReport, VerifyOptions, check_segments, check_transactions, tally
+from kdump.ops.verify import (
+    PartitionReport,
+    VerifyOptions,
+    add_up,
+    check_segments,
+    check_transactions,
+    tally,
+)
 from kdump.scan.source import read_small_file
 
 _MISSING_INDEX_CODES = frozenset({"index-missing", "time-index-missing"})
@@ -76,16 +83,7 @@ def verify_remote_store(
         )
     else:
         rollup.findings.extend(metadata.findings)
-    for r in leaves:
-        rollup.partitions += 1
-        rollup.segments += r.segments
-        rollup.batches += r.batches
-        rollup.records += r.records
-        rollup.size += r.size
-        rollup.log_bytes += r.log_bytes
-        rollup.checked_bytes += r.checked_bytes
-    for sev in Severity:
-        rollup.under[sev] = rollup.count(sev) + sum(r.count(sev) for r in leaves)
+    add_up(rollup, leaves, None)
     yield rollup
 
 

@@ -215,6 +215,14 @@ def _rollup(
         report.findings.extend(found)
         report.taken_as = taken_as if cache_alone else report.taken_as
     parts = [r for r in leaves if r.kind == "partition"] + [c for c in children if c is not None]
+    add_up(report, parts, None if cache_alone else lambda r: _nothing_to_check(r, options, r.partitions))
+    return report
+
+
+def add_up(
+    report: PartitionReport, parts: Sequence[PartitionReport], check: Callable[[PartitionReport], None] | None
+) -> None:
+    """Add the counts under a roll-up to it; `check` judges the sums before the findings are counted."""
     for r in parts:
         report.partitions += r.partitions if not r.is_leaf else 1
         report.segments += r.segments
@@ -224,11 +232,10 @@ def _rollup(
         report.log_bytes += r.log_bytes
         report.checked_bytes += r.checked_bytes
         report.limited = report.limited or r.limited
-    if not cache_alone:
-        _nothing_to_check(report, options, report.partitions)
+    if check is not None:
+        check(report)
     for sev in Severity:
         report.under[sev] = report.count(sev) + sum(r.total(sev) for r in parts)
-    return report
 
 
 def _nothing_to_check(report: PartitionReport, options: VerifyOptions, partitions: int) -> None:
