@@ -129,8 +129,6 @@ def verify_targets(
     """Verify every target; yields one report per partition (or per file given alone), in order,
     then one per log dir (and directory of log dirs) rolling up the partitions under it. `tiered`
     says where tiered partitions' configs and remote metadata are (default: each one's log dir)."""
-    ctx = tiered if tiered is not None else TieredContext()
-    starts = LogStartCheckpoints()
     targets = list(targets)
     for target in targets:
         # What listing a stored tree found wrong (a damaged tarball) is a report of its own, first.
@@ -141,15 +139,10 @@ def verify_targets(
     all_segments = [s for _, units in plans for *_, segs in units for s in segs]
     results = iter(check_segments(all_segments, options, progress))
 
-    def leaves() -> Iterator[PartitionReport]:
-        for _, units in plans:
-            for target, part, segs in units:
-                report = unit_report(target, part, [next(results) for _ in segs])
-                report.tiered = tiered_facts(part, target.log_dir_path, ctx, starts) if part else None
-                report.findings.extend(report.tiered.gaps if report.tiered is not None else ())
-                yield report
-
-    yield from assemble(plans, leaves(), options)
+    leaves = (
+        unit_report(t, part, [next(results) for _ in segs]) for _, units in plans for t, part, segs in units
+    )
+    yield from assemble(plans, leaves, options, tiered)
 
 
 def unit_report(
@@ -164,15 +157,21 @@ def unit_report(
 
 
 def assemble(
-    plans: Plan, leaves: Iterator[PartitionReport], options: VerifyOptions
+    plans: Plan,
+    leaves: Iterator[PartitionReport],
+    options: VerifyOptions,
+    tiered: TieredContext | None = None,
 ) -> Iterator[PartitionReport]:
-    """The reports of a plan, in order: each unit's (`leaves`, in plan order) with its coverage
-    judged, then each directory target's roll-up."""
+    """The reports of a plan, in order: each unit's (`leaves`, in plan order) with its coverage and
+    tiered storage judged, then each directory target's roll-up."""
     rollups: dict[Path, PartitionReport] = {}
+    ctx, starts = tiered if tiered is not None else TieredContext(), LogStartCheckpoints()
     for target, units in plans:
         done: list[PartitionReport] = []
-        for _ in units:
+        for unit_target, part, _ in units:
             report = next(leaves)
+            report.tiered = tiered_facts(part, unit_target.log_dir_path, ctx, starts) if part else None
+            report.findings.extend(report.tiered.gaps if report.tiered is not None else ())
             _account(report, options)
             if target.kind == "partition":
                 report.taken_as = target.taken_as()
