@@ -499,6 +499,102 @@ _KINDS = [
         "-",
         None,
     ),
+    # --- tiered storage: the broker's remote index cache, a remote store against its metadata ---
+    FindingKind(
+        "remote-index-cache-name-invalid",
+        Severity.ERROR,
+        "remote index cache",
+        "An entry of `<log dir>/remote-log-index-cache/` not named `<start offset>_<segment id>.<index|"
+        "timeindex|txnindex>` (nor `.tmp`/`.deleted`): a stray file, a directory, a bad segment id.",
+        "The broker exits at start-up (the segment id does not parse as a Uuid, or the name has no dot). "
+        "Remove the entry.",
+        None,
+    ),
+    FindingKind(
+        "remote-index-cache-corrupt",
+        Severity.ERROR,
+        "remote index cache",
+        "A cached remote index that fails the broker's sanity check: an `.index` or `.timeindex` that is "
+        "not whole entries, whose last entry lies below its base offset or (time index) before its first "
+        "timestamp, or a `.txnindex` entry of another version or ending below the base offset.",
+        "The broker exits at start-up (CorruptIndexException). Delete the segment's three cached files: "
+        "the broker fetches them again from remote storage when it next reads that segment.",
+        None,
+    ),
+    FindingKind(
+        "remote-index-cache-leftover",
+        Severity.INFO,
+        "remote index cache",
+        "A `.tmp` download or `.deleted` evicted entry in the remote index cache, or the files of a cached "
+        "segment missing one of its three indexes.",
+        "Deleted at start-up; the indexes are fetched again from remote storage when needed.",
+        None,
+    ),
+    FindingKind(
+        "remote-segment-missing",
+        Severity.ERROR,
+        "remote store",
+        "A remote segment whose copy finished per `__remote_log_metadata` lacks files in the remote "
+        "store (`.log`, `.index`, `.timeindex`, `.snapshot` or `.leader_epoch_checkpoint`).",
+        "Fetches of its offsets and timestamp lookups in it fail (RemoteResourceNotFoundException); once "
+        "local retention deleted the local copy, its records are lost to consumers.",
+        None,
+    ),
+    FindingKind(
+        "remote-segment-mismatch",
+        Severity.ERROR,
+        "remote store",
+        "A remote segment's bytes differ from its metadata: the `.log` size, the first or last offset, "
+        "the leader epochs or the max timestamp are not what `__remote_log_metadata` recorded.",
+        "The broker reads positions and offsets by the metadata: fetches return the wrong records or "
+        "fail, and timestamp lookups skip or pick the wrong segment.",
+        None,
+    ),
+    FindingKind(
+        "remote-segment-copy-unfinished",
+        Severity.WARNING,
+        "remote store",
+        "A segment whose copy to remote storage started (COPY_SEGMENT_STARTED) and never finished: a "
+        "broker stopped or failed mid-copy. Its files may be partly in the store.",
+        "Never served; the leader copies the local segment again under a new id. The partial files "
+        "stay in the store until they are cleaned up.",
+        None,
+    ),
+    FindingKind(
+        "remote-segment-delete-unfinished",
+        Severity.INFO,
+        "remote store",
+        "A remote segment whose deletion started (DELETE_SEGMENT_STARTED) and has not finished.",
+        "No longer served; the broker retries the deletion.",
+        None,
+    ),
+    FindingKind(
+        "remote-segment-unknown",
+        Severity.WARNING,
+        "remote store",
+        "Files of a remote segment that `__remote_log_metadata` does not know, or whose deletion it "
+        "records as finished.",
+        "The broker never reads or deletes them: storage paid for nothing.",
+        None,
+    ),
+    FindingKind(
+        "remote-log-gap",
+        Severity.ERROR,
+        "partition",
+        "Offsets of a tiered partition that no remote segment whose copy finished covers: between its log "
+        "start offset and its local log start offset, or between two remote segments.",
+        "Fetches there fail with OffsetOutOfRange: consumers reset or skip the records.",
+        None,
+    ),
+    FindingKind(
+        "remote-metadata-missing",
+        Severity.ERROR,
+        "remote store",
+        "A remote store (or one of its partitions) was given to verify without the `__remote_log_metadata` "
+        "that describes it: its segments could not be checked against what the brokers recorded.",
+        "-",
+        None,
+    ),
     # --- broker tarballs (a log dir read in place from a .tar, .tar.gz or .tar.zst) -------------
     FindingKind(
         "archive-damaged",

@@ -22,9 +22,18 @@ from kdump.ops.seek import (
     load_log_dir_checkpoints,
     seek_partition,
 )
+from kdump.ops.tiered import TieredContext
+from kdump.ops.topic_config import TopicConfigs
 
-# ListOffsets' sentinel timestamps (ListOffsetsRequest.LATEST_TIMESTAMP and friends).
-_SENTINELS: dict[int, SeekTarget] = {-1: "latest", -2: "earliest", -3: "max-timestamp"}
+# ListOffsets' sentinel timestamps (ListOffsetsRequest.LATEST_TIMESTAMP and friends, KIP-1005, KIP-1023).
+_SENTINELS: dict[int, SeekTarget] = {
+    -1: "latest",
+    -2: "earliest",
+    -3: "max-timestamp",
+    -4: "earliest-local",
+    -5: "latest-tiered",
+    -6: "earliest-pending-upload",
+}
 # `-30m`, `-2h`, `-1`: times, not options.
 _TIME_LIKE = re.compile(r"-\d+(?:\.\d+)?(?:ms|s|m|h|d|w)?")
 
@@ -60,15 +69,16 @@ def parse_target(text: str) -> SeekTarget:
         sentinel = _SENTINELS.get(int(s))
         if sentinel is None:
             raise click.BadParameter(
-                f"{s} is not a time: -1, -2 and -3 are ListOffsets' latest, earliest and max-timestamp; "
-                f"for a relative time give a unit (-30m, -2h, -1d)",
+                f"{s} is not a time: -1 to -6 are ListOffsets' latest, earliest, max-timestamp, "
+                f"earliest-local, latest-tiered and earliest-pending-upload; for a relative time give a unit "
+                f"(-30m, -2h, -1d)",
                 param_hint="TIME",
             )
         return sentinel
     try:
         ms = parse_time_ms(s)
     except ValueError as exc:
-        raise click.BadParameter(f"{exc}; or earliest, latest, max-timestamp", param_hint="TIME") from exc
+        raise click.BadParameter(f"{exc}; or one of {', '.join(SPECIAL_TARGETS)}", param_hint="TIME") from exc
     if ms < 0:
         raise click.BadParameter(f"{text.strip()!r} is before 1970 (epoch {ms} ms)", param_hint="TIME")
     return ms
@@ -83,14 +93,46 @@ def parse_target(text: str) -> SeekTarget:
     help="Read log-start-offset-checkpoint and replication-offset-checkpoint from this directory "
     "(default: the log dir holding each partition).",
 )
+@click.option(
+    "--remote",
+    "remote",
+    metavar="STORE",
+    help="The tiered-storage remote store (LocalTieredStorage's layout, a directory or a URL) to read "
+    "remote segments from, for times in a tiered partition's remote part.",
+)
+@click.option(
+    "--remote-log-metadata",
+    "remote_log_metadata",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A __remote_log_metadata-N directory, or a log dir holding them (repeatable; default: the log "
+    "dir holding each partition).",
+)
+@click.option(
+    "--metadata-log",
+    type=click.Path(file_okay=False),
+    help="The KRaft metadata log (__cluster_metadata-0) holding topic configs (default: the log dir's).",
+)
 @format_option
-def seek_command(time_text: str, paths: tuple[str, ...], log_dir: str | None, fmt: str | None) -> None:
+def seek_command(
+    time_text: str,
+    paths: tuple[str, ...],
+    log_dir: str | None,
+    remote: str | None,
+    remote_log_metadata: tuple[str, ...],
+    metadata_log: str | None,
+    fmt: str | None,
+) -> None:
     """Find the first offset at or after TIME in each partition, as a broker's ListOffsets would.
 
     TIME is epoch milliseconds, ISO-8601 with a zone (2026-11-21T14:05:00Z), a relative time (-30m,
     -2h, -1d; `--` before TIME also works), now, or one of earliest (log start offset), latest (log
-    end offset and high watermark), max-timestamp. PATH is a partition directory, several of them,
-    or a whole log dir (one answer per partition). Indexes are checked against the log before they
+    end offset and high watermark), max-timestamp, earliest-local (the local log start offset of a
+    tiered partition), latest-tiered (the highest offset copied to remote storage) or
+    earliest-pending-upload (the first not yet copied); -1 to -6 name them as ListOffsets does.
+    PATH is a partition directory, several of them, or a whole log dir (one answer per partition).
+    Tiered partitions are known by their topic's remote.storage.enable in the KRaft metadata log;
+    what was copied by __remote_log_metadata; a time in the remote part is read from --remote. Indexes are checked against the log before they
     are trusted; a damaged or missing index falls back to scanning and is reported. Nothing is ever
     written. PATH may be an object store URL (s3://...) or lie in a tarball of a log dir.
 
@@ -102,6 +144,7 @@ def seek_command(time_text: str, paths: tuple[str, ...], log_dir: str | None, fm
       kdump seek-by-time 2026-11-21T14:05:00Z /var/lib/kafka/data/orders-0
       kdump seek-by-time -2h /var/lib/kafka/data/orders-*
       kdump seek-by-time --format json latest /var/lib/kafka/data | jq .offset
+      kdump seek-by-time --remote s3://bucket/tiered -3d /var/lib/kafka/data/orders-0
     """
     target = parse_target(time_text)
     fmt = resolve_format(fmt)
@@ -119,6 +162,7 @@ def seek_command(time_text: str, paths: tuple[str, ...], log_dir: str | None, fm
     problems += [f for t in targets for p in t.partitions() for f in p.problems]
     unreadable = say_problems(problems) or unreadable
     override = None if log_dir is None else Path(log_dir)
+    tiered = _tiered_context(remote, remote_log_metadata, metadata_log)
     cache: dict[Path | None, LogDirCheckpoints] = {}
     results: list[SeekResult] = []
     console = None
@@ -142,7 +186,12 @@ def seek_command(time_text: str, paths: tuple[str, ...], log_dir: str | None, fm
             label = t.given if t.kind == "partition" else str(Path(t.given) / part.name)
             try:
                 r = seek_partition(
-                    part, target, log_dir_path=ckpt_dir, label=label, log_dir_checkpoints=cache[ckpt_dir]
+                    part,
+                    target,
+                    log_dir_path=ckpt_dir,
+                    label=label,
+                    log_dir_checkpoints=cache[ckpt_dir],
+                    tiered=tiered,
                 )
             except KdumpError as exc:
                 diag(f"{label}: {exc}")
@@ -157,6 +206,22 @@ def seek_command(time_text: str, paths: tuple[str, ...], log_dir: str | None, fm
 
         seek_table(console, results)
     sys.exit(ExitCode.UNREADABLE if unreadable else ExitCode.OK)
+
+
+def _tiered_context(remote: str | None, metadata: tuple[str, ...], metadata_log: str | None) -> TieredContext:
+    """Where tiered answers read topic configs, remote log metadata and remote segments from."""
+    store = None
+    if remote is not None:
+        from kdump.model.remote_store import RemoteStore
+        from kdump.store.queries import as_path, exists
+
+        if not exists(remote):
+            raise click.BadParameter(f"{remote}: no such directory", param_hint="--remote")
+        store = RemoteStore.load(as_path(remote))
+        if not store.partitions:
+            raise click.BadParameter(f"{remote} holds no remote partition directory", param_hint="--remote")
+    configs = TopicConfigs(Path(metadata_log) if metadata_log is not None else None)
+    return TieredContext(configs, tuple(Path(p) for p in metadata), store)
 
 
 def _print(r: SeekResult, fmt: str) -> None:

@@ -21,7 +21,10 @@ from kdump.cli.output import (
     progress_bar,
     resolve_format,
 )
+from kdump.errors import KdumpError
 from kdump.findings import Severity
+from kdump.model.log_dir import expand
+from kdump.ops.tiered import TieredContext
 from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
 
 
@@ -59,6 +62,14 @@ from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
     is_flag=True,
     help="Pass a path whose partitions hold no segment or only empty ones; without it that fails.",
 )
+@click.option(
+    "--remote-log-metadata",
+    "remote_log_metadata",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Check tiered storage against the __remote_log_metadata in this directory: a "
+    "__remote_log_metadata-N partition or a log dir holding them (repeatable; default: the log dirs given).",
+)
 @allow_unknown_option
 @format_option
 def verify_command(
@@ -72,6 +83,7 @@ def verify_command(
     master: str | None,
     output: str | None,
     allow_empty: bool,
+    remote_log_metadata: tuple[str, ...],
     allow_unknown: bool,
     fmt: str | None,
 ) -> None:
@@ -85,6 +97,13 @@ def verify_command(
     A PATH may also be an object store URL (s3://bucket/logs, credentials from the AWS
     environment) or a tarball of a log dir (.tar, .tar.gz, .tar.zst), read where it is.
 
+    Tiered storage: a log dir's remote-log-index-cache is checked as the broker checks it at
+    start-up, and a tiered partition starts at its checkpointed log start offset, below its first
+    local segment. A PATH in the layout of Kafka's LocalTieredStorage (a directory holding
+    kafka-tiered-storage/, locally or at a URL) is a remote store: each remote segment is scanned
+    and checked against __remote_log_metadata, read from the log dirs given beside it or from
+    --remote-log-metadata.
+
     \b
     Exit codes: 0 clean, 1 findings at or above --fail-on (an unrecognised entry, nothing to
     check and a check that covered less than it was given are errors), 2 usage error, 3 a path
@@ -95,12 +114,20 @@ def verify_command(
       kdump verify /var/lib/kafka/data
       kdump verify --format json --fail-on warning orders-0 > findings.jsonl
       kdump verify --junit kdump.xml /var/lib/kafka/data
+      kdump verify /var/lib/kafka/data s3://bucket/tiered
+      kdump verify --remote-log-metadata /copies/broker1 /mnt/tiered-store
     """
     threshold = Severity.parse(fail_on)
     fmt = resolve_format(fmt)
-    targets, unreadable = discover_all(paths, allow_unknown=allow_unknown, expand_dirs=False)
+    stores, paths = split_remote_stores(paths)
+    targets, unreadable = (
+        discover_all(paths, allow_unknown=allow_unknown, expand_dirs=False) if paths else ([], False)
+    )
     options = VerifyOptions(deep=deep, max_bytes=max_bytes, jobs=jobs, allow_empty=allow_empty)
+    tiered = tiered_context(targets, remote_log_metadata)
     if engine == "spark":
+        if stores:
+            raise click.UsageError("a remote store is verified with the local engine, not --engine spark")
         from kdump.spark.fleet import run_fleet_verify
 
         reports = run_fleet_verify(targets, options, master=master, output=output)
@@ -113,12 +140,49 @@ def verify_command(
             progress = progress_bar(stack, targets, fmt, "verifying")
             reports = []
             printer = _Printer(fmt)
-            for report in verify_targets(targets, options, progress):
+            for report in verify_targets(targets, options, progress, tiered):
+                reports.append(report)
+                printer.report(report)
+            for report in verify_stores(stores, tiered, options):
                 reports.append(report)
                 printer.report(report)
             code = _write_junit(junit, reports, threshold, _exit_code(reports, threshold, unreadable))
             printer.finish(reports, code)
     sys.exit(code)
+
+
+def split_remote_stores(paths: tuple[str, ...]) -> tuple[list[Path], tuple[str, ...]]:
+    """The paths in LocalTieredStorage's layout (remote stores), and the others."""
+    from kdump.model.remote_store import looks_like_remote_store
+    from kdump.store.queries import as_path, exists
+
+    stores: list[Path] = []
+    rest: list[str] = []
+    for p in paths:
+        try:
+            path = as_path(p) if exists(p) else None
+        except KdumpError:
+            path = None
+        if path is not None and path.is_dir() and looks_like_remote_store(path):
+            stores.append(path)
+        else:
+            rest.append(p)
+    return stores, tuple(rest)
+
+
+def tiered_context(targets: list[Any], metadata: tuple[str, ...]) -> TieredContext:
+    """Remote log metadata from --remote-log-metadata, else from the log dirs given (per partition's own)."""
+    log_dirs = tuple(t.path for t in expand(targets) if t.kind == "log-dir")
+    return TieredContext(metadata_paths=tuple(Path(p) for p in metadata), store_metadata_paths=log_dirs)
+
+
+def verify_stores(stores: list[Path], tiered: TieredContext, options: VerifyOptions) -> Any:
+    """Reports of each remote store given, checked against the remote log metadata at hand."""
+    from kdump.model.remote_store import RemoteStore
+    from kdump.ops.remote_verify import verify_remote_store
+
+    for path in stores:
+        yield from verify_remote_store(RemoteStore.load(path), tiered.store_metadata(), options)
 
 
 def _write_junit(junit: str | None, reports: list[PartitionReport], threshold: Severity, code: int) -> int:

@@ -28,6 +28,7 @@ from kdump.model.entries import (
     unknown_finding,
 )
 from kdump.model.partition import PartitionDir
+from kdump.model.remote_index_cache import is_remote_index_cache
 from kdump.model.segment import Segment, base_offset_from_content
 from kdump.store.locations import is_stored
 from kdump.store.queries import as_path, can_list
@@ -46,6 +47,8 @@ class LogDir:
     files: list[Path] = field(default_factory=list)
     leftovers: list[Path] = field(default_factory=list)
     problems: list[Finding] = field(default_factory=list)
+    # Tiered storage's `remote-log-index-cache/`, which the broker keeps beside the partitions.
+    remote_index_cache: Path | None = None
 
     @classmethod
     def load(cls, path: Path, *, unknown: Severity = Severity.ERROR) -> LogDir:
@@ -57,6 +60,9 @@ class LogDir:
         for name in names:
             p = path / name
             pr = probe(p)
+            if pr.type == FileType.DIR and is_remote_index_cache(p):
+                log_dir.remote_index_cache = p
+                continue
             if pr.type == FileType.DIR:
                 if parse_partition_dir_name(name) is None:
                     if not _holds_segments(p):
@@ -133,6 +139,7 @@ class Target:
     segments: tuple[Segment, ...] = ()  # kind "file": the segment(s) it belongs to
     parts: tuple[PartitionDir, ...] = ()
     log_dir_files: tuple[Path, ...] = ()
+    remote_index_cache: Path | None = None
 
     def partitions(self) -> list[PartitionDir]:
         """The partition directories of this target (for log-dirs: of every log dir under it)."""
@@ -157,6 +164,8 @@ class Target:
         """What kdump took the given path to be, in words."""
         if self.kind == "log-dirs":
             return f"a directory of {len(self.children)} log dirs"
+        if self.kind == "log-dir" and self.remote_index_cache == self.path:
+            return "a remote index cache"
         if self.kind == "log-dir":
             return f"a log dir of {len(self.parts)} partitions"
         if self.kind == "partition":
@@ -193,6 +202,9 @@ def discover(given: str, *, unknown: Severity = Severity.ERROR) -> Target:
         return Target(given, path, "file", None, tuple(problems), note=f"a {pr.type.value}")
     if not can_list(path) or isinstance(list_dir(path), str):
         raise PathError(f"{given}: permission denied")
+    if is_remote_index_cache(path):
+        # Given on its own: checked as the log dir above it would check it, without its partitions.
+        return Target(given, path, "log-dir", path.parent, remote_index_cache=path)
     return _dir_target(given, path, unknown, 0)
 
 
@@ -247,6 +259,7 @@ def _log_dir_target(given: str, path: Path, unknown: Severity) -> Target:
         tuple(problems),
         parts=tuple(log_dir.partitions),
         log_dir_files=tuple(log_dir.files),
+        remote_index_cache=log_dir.remote_index_cache,
     )
 
 

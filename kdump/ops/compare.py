@@ -29,6 +29,7 @@ from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.ops.epochs import Truncation, check_checkpoint, epoch_cache, truncation_point
 from kdump.ops.replica import Hole, Replica, load_replica
+from kdump.ops.tiered import TieredContext
 
 LAG, CONFLICT, GAP = "lag", "conflict", "gap"
 
@@ -264,20 +265,18 @@ def _classify(a: Replica, xa: list[int], b: Replica, xb: list[int], *, tail: boo
         )
         return [_divergence(kind, a, xa, b, xb, reason)]
     empty, full, xfull = (a, b, xb) if not xa else (b, a, xa)
-    # Below the empty side's log start offset, retention removed them there.
-    cut = bisect.bisect_left([full.lasts[i] for i in xfull], empty.log_start_offset)
+    # Below the empty side's local log start offset, retention removed them there (or, on a tiered
+    # partition, they are in remote storage).
+    cut = bisect.bisect_left([full.lasts[i] for i in xfull], empty.local_log_start_offset)
     out = []
     if cut:
-        out.append(
-            _pair_order(
-                GAP,
-                full,
-                xfull[:cut],
-                empty,
-                f"below {empty.label}'s log start offset {empty.log_start_offset}: retention removed them there",
-                a,
-            )
+        why = (
+            f"below {empty.label}'s local log start offset {empty.local_log_start_offset}: in remote storage "
+            f"from its log start offset {empty.log_start_offset}"
+            if empty.tiered and empty.log_start_offset < empty.local_log_start_offset
+            else f"below {empty.label}'s log start offset {empty.log_start_offset}: retention removed them there"
         )
+        out.append(_pair_order(GAP, full, xfull[:cut], empty, why, a))
     if xfull[cut:]:
         if tail:
             reason = (
@@ -410,7 +409,8 @@ def compare_partition(
     saves on a busy 2-core machine (measured with tests/bench/bench_compare.py).
     """
     names = list(labels) if labels is not None else [str(d.path) for d in dirs]
-    replicas = [load_replica(d, label) for d, label in zip(dirs, names, strict=True)]
+    tiered = TieredContext()
+    replicas = [load_replica(d, label, tiered) for d, label in zip(dirs, names, strict=True)]
     return compare_replicas(dirs[0].name if dirs else "", replicas, leader)
 
 

@@ -18,11 +18,13 @@ from kdump.formats.records import Record
 from kdump.model.byte_source import ByteSource, fetch_ahead, open_local
 from kdump.model.entries import file_kind, segment_base_offset
 from kdump.model.log_dir import Target
+from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.model.segment_view import SegmentView
 from kdump.ops.files import Entry, FileStart
 from kdump.ops.internal import InternalRecord, attach_decoded, choose_decoder
 from kdump.ops.state_files import dump_state_file
+from kdump.ops.tiered import LogStartCheckpoints, TieredContext, tiered_facts
 from kdump.scan.events import Event, ScanSummary
 from kdump.scan.log_scanner import decode_batch_records, scan_log
 from kdump.scan.source import open_buffer
@@ -111,10 +113,15 @@ class DumpItem:
     # The next segment's base offset (None: the last segment, or a file given alone): an active
     # segment's index may end in preallocated zero slots, a closed one's may not.
     next_base_offset: int | None = None
+    # A line about the partition itself, shown before its segments (a tiered partition's log starts).
+    note: Entry | None = None
 
 
 def dump_items(targets: Iterable[Target], options: DumpOptions) -> Iterator[DumpItem]:
-    """The files a dump of these targets shows, in order (segments outside an offset range skipped)."""
+    """The files a dump of these targets shows, in order (segments outside an offset range skipped),
+    each tiered partition's log starts before its segments."""
+    tiered = TieredContext()
+    starts = LogStartCheckpoints()
     for target in targets:
         if target.kind == "file":
             path = target.path
@@ -130,6 +137,9 @@ def dump_items(targets: Iterable[Target], options: DumpOptions) -> Iterator[Dump
                 yield DumpItem(path, target.given, False)
             continue
         for part in target.partitions():
+            note = _log_start_note(part, target, tiered, starts)
+            if note is not None:
+                yield DumpItem(part.path, str(part.path), False, note=note)
             segments = part.segments
             for i, seg in enumerate(segments):
                 nxt = segments[i + 1].base_offset if i + 1 < len(segments) else None
@@ -140,6 +150,31 @@ def dump_items(targets: Iterable[Target], options: DumpOptions) -> Iterator[Dump
                 yield DumpItem(
                     seg.log, str(seg.log), True, seg.base_offset, seg.index, decoder, seg.timeindex, nxt
                 )
+
+
+def _log_start_note(
+    part: PartitionDir, target: Target, ctx: TieredContext, starts: LogStartCheckpoints
+) -> Entry | None:
+    """`log-start` for a tiered partition whose log starts below its first local segment."""
+    facts = tiered_facts(part, target.log_dir_path, ctx, starts)
+    if (
+        facts is None
+        or not facts.tiered
+        or facts.log_start_offset is None
+        or facts.local_log_start_offset is None
+    ):
+        return None
+    low, local = facts.log_start_offset, facts.local_log_start_offset
+    return Entry(
+        str(part.path),
+        "log-start",
+        {
+            "partition": part.name,
+            "log_start_offset": low,
+            "local_log_start_offset": local,
+            "in_remote_storage": f"{low}..{local - 1}" if low < local else "none",
+        },
+    )
 
 
 def _sibling(path: Path, suffix: str) -> Path | None:
@@ -155,7 +190,9 @@ def dump_targets(targets: Iterable[Target], options: DumpOptions) -> Iterator[Du
 
 def dump_item(item: DumpItem, options: DumpOptions) -> Iterator[DumpEvent]:
     """Dump one file."""
-    if item.is_log:
+    if item.note is not None:
+        yield item.note
+    elif item.is_log:
         events = dump_log(item.path, options, base_offset=item.base_offset, label=item.label, item=item)
         yield from attach_decoded(events, item.decoder if options.records else None, item.label)
     else:

@@ -2,7 +2,8 @@
 
 The decoder is chosen by the partition directory's name, as an operator would expect:
 `__consumer_offsets-N` (offset commits and group metadata), `__transaction_state-N` (the
-transaction log), `__share_group_state-N` (share groups' delivery state) and `__cluster_metadata-N`
+transaction log), `__share_group_state-N` (share groups' delivery state), `__remote_log_metadata-N`
+(tiered storage's remote segment states) and `__cluster_metadata-N`
 plus KRaft snapshot `.checkpoint` files and `bootstrap.checkpoint` (metadata records); the table is
 `kdump.formats.internal.TOPIC_DECODERS`. `--decode` overrides the choice. Records of control
 batches are decoded as control records (transaction markers, KRaft leader change, snapshot

@@ -16,6 +16,7 @@ from kdump.findings import Finding, Severity, make_finding
 from kdump.formats import checkpoints
 from kdump.formats.batch import BatchHeader
 from kdump.model.partition import PartitionDir
+from kdump.ops.tiered import TieredContext, broker_log_starts, tiering
 from kdump.scan.events import ScanSummary
 from kdump.scan.source import read_small_file
 
@@ -72,22 +73,30 @@ class Replica:
     unreadable: bool = False
     # The broker's epoch cache, once computed (`kdump.ops.compare.broker_cache`).
     cache_memo: list[tuple[int, int]] | None = None
+    # Tiered storage (its topic's remote.storage.enable): the log start offset stays at the checkpoint,
+    # below the first local segment, and the offsets between are in remote storage.
+    tiered: bool = False
 
     def __len__(self) -> int:
         return len(self.bases)
 
     @property
     def log_start_offset(self) -> int:
-        """As the broker loads it: the log-start-offset checkpoint, raised to the first segment's base."""
-        floor = self.first_segment_base if self.first_segment_base is not None else 0
-        if self.log_start_checkpoint is not None:
-            return max(self.log_start_checkpoint, floor)
-        return floor
+        """As the broker loads it: the log-start-offset checkpoint, raised to the first segment's base
+        unless the partition is tiered."""
+        start, _ = broker_log_starts(self.log_start_checkpoint, self.first_segment_base, self.tiered)
+        return start if start is not None else 0
+
+    @property
+    def local_log_start_offset(self) -> int:
+        """Where the local log starts: the log start offset, or a tiered partition's first local segment."""
+        _, local = broker_log_starts(self.log_start_checkpoint, self.first_segment_base, self.tiered)
+        return local if local is not None else 0
 
     @property
     def log_end_offset(self) -> int:
-        """The offset after the last readable batch (the log start offset when there is none)."""
-        return self.lasts[-1] + 1 if self.lasts else self.log_start_offset
+        """The offset after the last readable batch (the local log start offset when there is none)."""
+        return self.lasts[-1] + 1 if self.lasts else self.local_log_start_offset
 
     def key(self, i: int) -> tuple[int, int, int, int]:
         """What makes two batches the same batch: offsets, epoch, and the checksum over the rest."""
@@ -138,14 +147,23 @@ def _add_all(rep: Replica, headers: list[BatchHeader], file: str) -> None:
     rep.files += [file] * len(headers)
 
 
-def load_replica(part: PartitionDir, label: str | None = None) -> Replica:
-    """Read a replica's batch headers, damage and state files. Never raises for bad bytes."""
+def load_replica(
+    part: PartitionDir, label: str | None = None, tiered: TieredContext | None = None
+) -> Replica:
+    """Read a replica's batch headers, damage and state files. Never raises for bad bytes.
+
+    `tiered`: where its topic's config is read when its log-start checkpoint is below its first segment
+    (default: the metadata log of its log dir)."""
     log_dir = part.path.resolve().parent
     rep = Replica(part.path, label or str(part.path), log_dir)
     _read_log_dir_state(rep, part)
     _read_checkpoint(rep, part)
     if part.segments:
         rep.first_segment_base = part.segments[0].base_offset
+        below = rep.log_start_checkpoint is not None and rep.log_start_checkpoint < rep.first_segment_base
+        if below:
+            ctx = tiered if tiered is not None else TieredContext()
+            rep.tiered = tiering(part, log_dir, ctx.configs).tiered is True
     for n, seg in enumerate(part.segments):
         assert seg.log is not None
         file = str(seg.log)

@@ -13,10 +13,13 @@ Mirrors `UnifiedLog.fetchOffsetByTimestamp`, `LogSegment.findOffsetByTimestamp` 
    timestamp >= t and offset >= the log start offset. The broker does not go on to later segments.
 
 `earliest` is the log start offset (`log-start-offset-checkpoint`, never below the first segment's
-base offset, as `LogLoader` loads it); `latest` is the log end offset, with the high watermark of
-`replication-offset-checkpoint`; `max-timestamp` follows KAFKA-16310: the first segment holding the
-largest `maxTimestampSoFar`, the first batch there whose maxTimestamp equals it, and the first
-record of that batch carrying it.
+base offset, as `LogLoader` loads it, except on a tiered partition: see `kdump.ops.tiered`); `latest`
+is the log end offset, with the high watermark of `replication-offset-checkpoint`; `max-timestamp`
+follows KAFKA-16310: the first segment holding the largest `maxTimestampSoFar`, the first batch there
+whose maxTimestamp equals it, and the first record of that batch carrying it. The tiered-storage
+targets (KIP-1005 `earliest-local` -4, `latest-tiered` -5, KIP-1023 `earliest-pending-upload` -6)
+and times in a tiered partition's remote part follow `kdump.ops.seek_tiered`. Each answer's leader
+epoch is the broker's: the batch's for a record, else from its epoch cache (`leader-epoch-checkpoint`).
 
 Cost follows the indexes, not the partition: a handful of index slots are read in place and a few
 batches are framed per segment the rule walks through. Every index entry used is checked against
@@ -40,11 +43,35 @@ from kdump.model.index_view import ReadLedger
 from kdump.model.partition import PartitionDir
 from kdump.model.segment_time import SegmentMax
 from kdump.model.segment_view import SegmentView
+from kdump.ops.seek_result import SeekResult as SeekResult
+from kdump.ops.seek_tiered import (
+    needs_tiering,
+    partition_tiering,
+    remote_start_answer,
+    remote_time_answer,
+    seek_tiered_target,
+)
+from kdump.ops.tiered import (
+    TieredContext,
+    broker_log_starts,
+    earliest_epoch,
+    latest_epoch,
+    read_epoch_entries,
+)
 from kdump.scan.source import read_small_file
 
-SpecialTarget = Literal["earliest", "latest", "max-timestamp"]
+SpecialTarget = Literal[
+    "earliest", "latest", "max-timestamp", "earliest-local", "latest-tiered", "earliest-pending-upload"
+]
 SeekTarget = int | SpecialTarget
-SPECIAL_TARGETS: tuple[SpecialTarget, ...] = ("earliest", "latest", "max-timestamp")
+SPECIAL_TARGETS: tuple[SpecialTarget, ...] = (
+    "earliest",
+    "latest",
+    "max-timestamp",
+    "earliest-local",
+    "latest-tiered",
+    "earliest-pending-upload",
+)
 
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
@@ -86,84 +113,6 @@ def load_log_dir_checkpoints(log_dir_path: Path | None) -> LogDirCheckpoints:
     return LogDirCheckpoints(maps[0], maps[1], tuple(findings))
 
 
-@dataclass(frozen=True, slots=True)
-class SeekResult:
-    """One partition's answer. `offset` is None when there is none (not an error).
-
-    `target` is "timestamp" (with `target_timestamp`), "earliest", "latest" or "max-timestamp".
-    `segment` and `position` locate the batch holding the answer (for `latest`: the end of the
-    valid log, where the next batch goes). `used_index` says the chosen segment's indexes gave the
-    start position; `scan_fallback` that some index failed its checks and a scan replaced it;
-    `used_mtime` that the chosen segment's largest timestamp is its file's modification time.
-    """
-
-    partition: str
-    target: str
-    target_timestamp: int | None
-    offset: int | None
-    timestamp: int | None
-    leader_epoch: int | None
-    segment: str | None
-    position: int | None
-    used_index: bool
-    scan_fallback: bool
-    used_mtime: bool
-    segment_largest_timestamp: int | None
-    log_start_offset: int | None
-    log_end_offset: int | None
-    high_watermark: int | None
-    findings: tuple[Finding, ...] = ()
-    notes: tuple[str, ...] = ()
-    segments_examined: int = 0
-    index_entries_read: int = 0
-    batches_read: int = 0
-
-    @property
-    def answered(self) -> bool:
-        """Whether there is an offset (a null answer is still an answer)."""
-        return self.offset is not None
-
-    def to_row(self) -> dict[str, Any]:
-        """The JSON object of `kdump seek-by-time --format json` (documented in its man page)."""
-        return {
-            "type": "seek",
-            "file": self.partition,
-            "partition": self.partition,
-            "target": self.target,
-            "target_timestamp": self.target_timestamp,
-            "offset": self.offset,
-            "timestamp": self.timestamp,
-            "leader_epoch": self.leader_epoch,
-            "segment": self.segment,
-            "position": self.position,
-            "used_index": self.used_index,
-            "scan_fallback": self.scan_fallback,
-            "used_mtime": self.used_mtime,
-            "segment_largest_timestamp": self.segment_largest_timestamp,
-            "log_start_offset": self.log_start_offset,
-            "log_end_offset": self.log_end_offset,
-            "high_watermark": self.high_watermark,
-            "notes": list(self.notes),
-            "findings": [
-                {
-                    "code": f.code,
-                    "severity": f.severity.label,
-                    "file": f.file,
-                    "position": f.position,
-                    "offset": f.offset,
-                    "message": f.message,
-                    "repair": f.repair,
-                }
-                for f in self.findings
-            ],
-            "cost": {
-                "segments_examined": self.segments_examined,
-                "index_entries_read": self.index_entries_read,
-                "batches_read": self.batches_read,
-            },
-        }
-
-
 def seek_partition(
     part: PartitionDir,
     target: SeekTarget,
@@ -171,6 +120,7 @@ def seek_partition(
     log_dir_path: Path | None = None,
     label: str | None = None,
     log_dir_checkpoints: LogDirCheckpoints | None = None,
+    tiered: TieredContext | None = None,
 ) -> SeekResult:
     """Answer a ListOffsets-style query for one partition directory from its files.
 
@@ -180,6 +130,8 @@ def seek_partition(
         log_dir_path: the log dir holding the checkpoint files (None: none are read).
         label: how to name the partition in the result (default: its path).
         log_dir_checkpoints: checkpoints already loaded (to read them once for many partitions).
+        tiered: where topic configs, `__remote_log_metadata` and the remote store come from (None:
+            the partition is taken as not tiered).
 
     Raises:
         ValueError: a negative time or an unknown target name.
@@ -190,14 +142,16 @@ def seek_partition(
     if not isinstance(target, int) and target not in SPECIAL_TARGETS:
         raise ValueError(f"unknown seek target {target!r}")
     ckpt = log_dir_checkpoints if log_dir_checkpoints is not None else load_log_dir_checkpoints(log_dir_path)
-    run = _Run(part, ckpt, label or str(part.path))
+    run = _Run(part, ckpt, label or str(part.path), tiered, log_dir_path, needs_tiering(target))
     if isinstance(target, int):
         return run.seek_time(target)
     if target == "earliest":
         return run.seek_earliest()
     if target == "latest":
         return run.seek_latest()
-    return run.seek_max_timestamp()
+    if target == "max-timestamp":
+        return run.seek_max_timestamp()
+    return seek_tiered_target(run, target)
 
 
 # --- the search ---------------------------------------------------------------------------------
@@ -206,8 +160,17 @@ def seek_partition(
 class _Run(ReadLedger):
     """One partition's query: its segments, notes, and (as a ledger) findings and cost counters."""
 
-    def __init__(self, part: PartitionDir, ckpt: LogDirCheckpoints, label: str) -> None:
+    def __init__(
+        self,
+        part: PartitionDir,
+        ckpt: LogDirCheckpoints,
+        label: str,
+        ctx: TieredContext | None = None,
+        log_dir: Path | None = None,
+        needs_tiering: bool = False,
+    ) -> None:
         super().__init__()
+        self.ctx = ctx
         self.part = part
         self.label = label
         self.segments = [s for s in part.segments if s.log is not None]
@@ -222,13 +185,21 @@ class _Run(ReadLedger):
         for f in ckpt.findings:
             self.add(f)
         first_base = self.segments[0].base_offset if self.segments else None
-        # LogLoader: logStartOffset = max(checkpointed value, first segment's base offset).
-        if first_base is None:
-            self.log_start_offset = checkpoint_start
-        elif checkpoint_start is None:
-            self.log_start_offset = first_base
-        else:
-            self.log_start_offset = max(checkpoint_start, first_base)
+        self.epochs = read_epoch_entries(part)
+        # Only a checkpoint below the first segment, or a tiered-storage target, needs the topic's config.
+        below = checkpoint_start is not None and first_base is not None and checkpoint_start < first_base
+        self.tiering = partition_tiering(part, log_dir, ctx) if (needs_tiering or below) else None
+        self.tiered = self.tiering.tiered if self.tiering is not None else False
+        if below and self.tiering is not None and self.tiered is None:
+            self.notes.append(
+                f"log-start-offset-checkpoint holds {checkpoint_start}, below the first segment {first_base}: "
+                f"the broker keeps it on a tiered topic (the offsets between are in remote storage) and raises "
+                f"it to {first_base} otherwise; {self.tiering.source}, so it was raised"
+            )
+        # LogLoader: logStartOffset = max(checkpointed value, first segment's base offset), except on a
+        # tiered partition, which keeps the checkpoint.
+        start, local = broker_log_starts(checkpoint_start, first_base, self.tiered is True)
+        self.log_start_offset, self.local_log_start_offset = start, local
 
     def view(self, i: int, stack: ExitStack) -> SegmentView:
         nxt = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
@@ -254,6 +225,8 @@ class _Run(ReadLedger):
             scan_fallback=self.fallbacks > 0,
             log_start_offset=self.log_start_offset,
             high_watermark=self.high_watermark,
+            tiered=self.tiered,
+            local_log_start_offset=self.local_log_start_offset,
             findings=tuple(self.findings),
             notes=tuple(self.notes),
             segments_examined=self.segments_examined,
@@ -269,9 +242,14 @@ class _Run(ReadLedger):
     # -- a time --
 
     def seek_time(self, t: int) -> SeekResult:
+        if self.tiered:
+            # The broker asks the remote log first (from the log start offset), then the local log.
+            remote = remote_time_answer(self, t)
+            if remote is not None:
+                return remote
         if not self.segments:
             return self._no_segments("timestamp", t)
-        lso = self.log_start_offset
+        lso = self.local_log_start_offset
         assert lso is not None
         for i in range(len(self.segments)):
             with ExitStack() as stack:
@@ -284,6 +262,25 @@ class _Run(ReadLedger):
         return self.result("timestamp", t, used_index=self.fallbacks == 0)
 
     def _search(self, sv: SegmentView, t: int, lso: int, largest: SegmentMax) -> SeekResult:
+        found = self.search_segment(sv, t, lso, largest)
+        if found is not None:
+            return found
+        self.notes.append(
+            f"no record of segment {sv.seg.name} is at or after {t}; like the broker, later segments are not "
+            f"searched"
+        )
+        return self.result(
+            "timestamp",
+            t,
+            segment=sv.label,
+            used_index=self.fallbacks == 0 and sv.time_index is not None and sv.offset_index is not None,
+            used_mtime=largest.used_mtime,
+            segment_largest_timestamp=largest.timestamp,
+        )
+
+    def search_segment(self, sv: SegmentView, t: int, lso: int, largest: SegmentMax) -> SeekResult | None:
+        """`LogSegment.findOffsetByTimestamp` (and, on a remote segment, `RemoteLogManager.lookupTimestamp`):
+        the first record at or after `t` and at or above `lso`, from where the indexes say; None if none."""
         if largest.used_mtime:
             what = "magic v0 data carries no timestamps" if largest.saw_v0 else "no batch carries a timestamp"
             self.notes.append(
@@ -326,18 +323,7 @@ class _Run(ReadLedger):
                     )
         if saw_v0 or largest.saw_v0:
             self.notes.append("magic v0 data carries no timestamps: the broker finds no offset by time in it")
-        self.notes.append(
-            f"no record of segment {sv.seg.name} is at or after {t}; like the broker, later segments are not "
-            f"searched"
-        )
-        return self.result(
-            "timestamp",
-            t,
-            segment=sv.label,
-            used_index=used_index,
-            used_mtime=largest.used_mtime,
-            segment_largest_timestamp=largest.timestamp,
-        )
+        return None
 
     def _note_high_watermark(self, offset: int) -> None:
         hw = self.high_watermark
@@ -349,10 +335,18 @@ class _Run(ReadLedger):
 
     # -- the special targets --
 
-    def seek_earliest(self) -> SeekResult:
-        if not self.segments:
-            return self._no_segments("earliest", None)
+    def seek_earliest(self, target: str = "earliest") -> SeekResult:
         lso = self.log_start_offset
+        epoch = earliest_epoch(self.epochs, lso) if lso is not None else None
+        local = self.local_log_start_offset
+        if self.tiered and lso is not None and local is not None and lso < local:
+            return remote_start_answer(self, target, lso, epoch)
+        return self.start_answer(target, lso, epoch)
+
+    def start_answer(self, target: str, lso: int | None, epoch: int | None) -> SeekResult:
+        """An answer at a (local) start offset: the segment and batch a fetch from it reads."""
+        if not self.segments:
+            return self._no_segments(target, None)
         assert lso is not None
         # The segment holding the log start offset, then later ones: where a fetch from it reads.
         first = max(i for i, s in enumerate(self.segments) if s.base_offset <= lso or i == 0)
@@ -362,15 +356,16 @@ class _Run(ReadLedger):
                 h = sv.batch_holding(lso) if i == first else next(sv.batches_from(0), None)
                 if h is not None:
                     return self.result(
-                        "earliest",
+                        target,
                         None,
                         offset=lso,
+                        leader_epoch=epoch,
                         segment=sv.label,
                         position=h.position,
                         used_index=self.fallbacks == 0,
                     )
         self.notes.append(f"no batch holds offset {lso} or any later one")
-        return self.result("earliest", None, offset=lso, used_index=self.fallbacks == 0)
+        return self.result(target, None, offset=lso, leader_epoch=epoch, used_index=self.fallbacks == 0)
 
     def seek_latest(self) -> SeekResult:
         if not self.segments:
@@ -396,6 +391,7 @@ class _Run(ReadLedger):
                 "latest",
                 None,
                 offset=leo,
+                leader_epoch=latest_epoch(self.epochs),
                 segment=sv.label,
                 position=tail.valid_end,
                 used_index=self.fallbacks == 0,

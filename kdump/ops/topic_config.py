@@ -1,10 +1,11 @@
 """Topic configuration as a KRaft cluster recorded it, read from the `__cluster_metadata` log.
 
 `reindex` and `trim-tail` need a topic's `index.interval.bytes` to rebuild its indexes exactly
-as the broker did. In KRaft mode the controller writes every topic config change as a
-`ConfigRecord` (resource type 2 = topic; a null value removes the setting), and a
-`RemoveTopicRecord` deletes a topic with its configs. Replaying those records in offset order
-gives the configuration in force at the end of the log.
+as the broker did; the tiered-storage rules need its `remote.storage.enable`. In KRaft mode the
+controller writes every topic config change as a `ConfigRecord` (resource type 2 = topic; a null
+value removes the setting), and a `RemoveTopicRecord` deletes a topic with its configs. Replaying
+the newest KRaft snapshot (`<end offset>-<epoch>.checkpoint`, the whole state at its end offset),
+then the log's records from that offset on, gives the configuration in force at the end of the log.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from kdump.errors import DecodeError
 from kdump.formats.batch import BatchHeader
-from kdump.formats.filenames import parse_partition_dir_name
+from kdump.formats.filenames import parse_partition_dir_name, parse_segment_file_name
 from kdump.formats.internal import decode_metadata_record
 from kdump.formats.records import Record
 from kdump.model.partition import PartitionDir
@@ -33,19 +34,36 @@ def find_metadata_log(log_dir: Path | None) -> Path | None:
 
 
 def topic_configs(metadata_partition: Path) -> dict[str, dict[str, str]]:
-    """Every topic's dynamic configuration at the end of a KRaft metadata log."""
+    """Every topic's dynamic configuration at the end of a KRaft metadata log (and its newest snapshot)."""
     configs: dict[str, dict[str, str]] = {}
     names: dict[str, str] = {}  # topic id -> name
-    for seg in PartitionDir.load(metadata_partition).segments:
+    part = PartitionDir.load(metadata_partition)
+    snapshot_end = 0
+    snapshots = [(parse_segment_file_name(p.name), p) for p in part.kraft_checkpoints]
+    complete = [(info.base_offset, p) for info, p in snapshots if info is not None and info.suffix == ""]
+    if complete:
+        snapshot_end, newest = max(complete)
+        _replay(newest, configs, names, 0)
+    for seg in part.segments:
         assert seg.log is not None
-        with open_buffer(seg.log) as buf:
-            batch: BatchHeader | None = None
-            for ev in scan_log(buf, file=str(seg.log), deep=True):
-                if isinstance(ev, BatchHeader):
-                    batch = ev
-                elif isinstance(ev, Record) and batch is not None and not batch.is_control and batch.crc_ok:
-                    _apply(ev, configs, names)
+        _replay(seg.log, configs, names, snapshot_end)
     return configs
+
+
+def _replay(path: Path, configs: dict[str, dict[str, str]], names: dict[str, str], from_offset: int) -> None:
+    with open_buffer(path) as buf:
+        batch: BatchHeader | None = None
+        for ev in scan_log(buf, file=str(path), deep=True):
+            if isinstance(ev, BatchHeader):
+                batch = ev
+            elif (
+                isinstance(ev, Record)
+                and batch is not None
+                and not batch.is_control
+                and batch.crc_ok
+                and ev.offset >= from_offset
+            ):
+                _apply(ev, configs, names)
 
 
 def _apply(record: Record, configs: dict[str, dict[str, str]], names: dict[str, str]) -> None:
@@ -68,6 +86,27 @@ def _apply(record: Record, configs: dict[str, dict[str, str]], names: dict[str, 
             topic.pop(str(data.get("name")), None)
         else:
             topic[str(data.get("name"))] = str(data.get("value"))
+
+
+class TopicConfigs:
+    """Topic configs per metadata log, each log read once (or the `--metadata-log` given, for every log dir)."""
+
+    def __init__(self, metadata_log: Path | None = None) -> None:
+        self.metadata_log = metadata_log
+        self._cache: dict[Path, dict[str, dict[str, str]]] = {}
+
+    def source(self, log_dir: Path | None) -> Path | None:
+        """The metadata log that speaks for a log dir's partitions, if there is one."""
+        return self.metadata_log or find_metadata_log(log_dir)
+
+    def for_topic(self, topic: str, log_dir: Path | None) -> dict[str, str] | None:
+        """The topic's dynamic configs; None when no metadata log is at hand (unknown, not empty)."""
+        meta = self.source(log_dir)
+        if meta is None:
+            return None
+        if meta not in self._cache:
+            self._cache[meta] = topic_configs(meta)
+        return self._cache[meta].get(topic, {})
 
 
 class IntervalResolver:

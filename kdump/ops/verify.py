@@ -21,8 +21,10 @@ from kdump.model.entries import file_kind
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
+from kdump.ops.remote_cache_check import remote_index_cache_report
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.ops.state_checks import TEXT_DECODERS, check_snapshot, check_text_state
+from kdump.ops.tiered import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
 from kdump.scan.index_checks import check_txn_index
 from kdump.scan.source import read_small_file
 from kdump.store.queries import listing_findings, partition_listing_findings
@@ -69,6 +71,8 @@ class PartitionReport:
     limited: bool = False
     partitions: int = 0  # log-dir and log-dirs reports: how many partitions they hold
     taken_as: str | None = None  # for a path as given: what kdump took it to be
+    # Where the log-start-offset checkpoint is below the first segment: tiered or not, both log starts.
+    tiered: TieredFacts | None = None
 
     # Log dirs and directories of log dirs: findings by severity under them, their own included.
     under: dict[Severity, int] = field(default_factory=dict)
@@ -117,10 +121,14 @@ def plan_verify(targets: Iterable[Target]) -> Plan:
 
 
 def verify_targets(
-    targets: Iterable[Target], options: VerifyOptions, progress: Progress | None = None
+    targets: Iterable[Target],
+    options: VerifyOptions,
+    progress: Progress | None = None,
+    tiered: TieredContext | None = None,
 ) -> Iterator[PartitionReport]:
     """Verify every target; yields one report per partition (or per file given alone), in order,
-    then one per log dir (and directory of log dirs) rolling up the partitions under it."""
+    then one per log dir (and directory of log dirs) rolling up the partitions under it. `tiered`
+    says where tiered partitions' configs and remote metadata are (default: each one's log dir)."""
     targets = list(targets)
     for target in targets:
         # What listing a stored tree found wrong (a damaged tarball) is a report of its own, first.
@@ -131,12 +139,10 @@ def verify_targets(
     all_segments = [s for _, units in plans for *_, segs in units for s in segs]
     results = iter(check_segments(all_segments, options, progress))
 
-    def leaves() -> Iterator[PartitionReport]:
-        for _, units in plans:
-            for target, part, segs in units:
-                yield unit_report(target, part, [next(results) for _ in segs])
-
-    yield from assemble(plans, leaves(), options)
+    leaves = (
+        unit_report(t, part, [next(results) for _ in segs]) for _, units in plans for t, part, segs in units
+    )
+    yield from assemble(plans, leaves, options, tiered)
 
 
 def unit_report(
@@ -151,15 +157,21 @@ def unit_report(
 
 
 def assemble(
-    plans: Plan, leaves: Iterator[PartitionReport], options: VerifyOptions
+    plans: Plan,
+    leaves: Iterator[PartitionReport],
+    options: VerifyOptions,
+    tiered: TieredContext | None = None,
 ) -> Iterator[PartitionReport]:
-    """The reports of a plan, in order: each unit's (`leaves`, in plan order) with its coverage
-    judged, then each directory target's roll-up."""
+    """The reports of a plan, in order: each unit's (`leaves`, in plan order) with its coverage and
+    tiered storage judged, then each directory target's roll-up."""
     rollups: dict[Path, PartitionReport] = {}
+    ctx, starts = tiered if tiered is not None else TieredContext(), LogStartCheckpoints()
     for target, units in plans:
         done: list[PartitionReport] = []
-        for _ in units:
+        for unit_target, part, _ in units:
             report = next(leaves)
+            report.tiered = tiered_facts(part, unit_target.log_dir_path, ctx, starts) if part else None
+            report.findings.extend(report.tiered.gaps if report.tiered is not None else ())
             _account(report, options)
             if target.kind == "partition":
                 report.taken_as = target.taken_as()
@@ -196,7 +208,20 @@ def _rollup(
     report = PartitionReport(str(target.path), target.kind, list(target.problems), taken_as=target.taken_as())
     if target.kind == "log-dir":
         report.findings.extend(_check_log_dir_files(target))
+    cache_alone = target.remote_index_cache == target.path  # given on its own: no partition to miss
+    if target.remote_index_cache is not None:
+        found, taken_as = remote_index_cache_report(target.remote_index_cache)
+        report.findings.extend(found)
+        report.taken_as = taken_as if cache_alone else report.taken_as
     parts = [r for r in leaves if r.kind == "partition"] + [c for c in children if c is not None]
+    add_up(report, parts, None if cache_alone else lambda r: _nothing_to_check(r, options, r.partitions))
+    return report
+
+
+def add_up(
+    report: PartitionReport, parts: Sequence[PartitionReport], check: Callable[[PartitionReport], None] | None
+) -> None:
+    """Add the counts under a roll-up to it; `check` judges the sums before the findings are counted."""
     for r in parts:
         report.partitions += r.partitions if not r.is_leaf else 1
         report.segments += r.segments
@@ -206,10 +231,10 @@ def _rollup(
         report.log_bytes += r.log_bytes
         report.checked_bytes += r.checked_bytes
         report.limited = report.limited or r.limited
-    _nothing_to_check(report, options, report.partitions)
+    if check is not None:
+        check(report)
     for sev in Severity:
         report.under[sev] = report.count(sev) + sum(r.total(sev) for r in parts)
-    return report
 
 
 def _nothing_to_check(report: PartitionReport, options: VerifyOptions, partitions: int) -> None:
@@ -294,7 +319,8 @@ def check_segments(
         yield result
 
 
-def _tally(report: PartitionReport, results: Sequence[SegmentResult]) -> None:
+def tally(report: PartitionReport, results: Sequence[SegmentResult]) -> None:
+    """Add segments' findings and counts to a report."""
     for r in results:
         report.findings.extend(r.findings)
         s = r.summary
@@ -316,7 +342,7 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
     """A report for one file given on its own."""
     report = PartitionReport(target.given, "file", list(target.problems), taken_as=target.taken_as())
     report.log_bytes = target.log_bytes
-    _tally(report, results)
+    tally(report, results)
     if results or target.problems:
         return report
     kind = file_kind(target.path)
@@ -338,7 +364,7 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
 def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label: str) -> PartitionReport:
     """Run the partition-level checks over the segments' results."""
     report = PartitionReport(label, "partition", list(part.problems))
-    _tally(report, results)
+    tally(report, results)
     f = report.findings
     f.extend(_check_overlaps(results))
     f.extend(check_transactions(results))

@@ -31,6 +31,8 @@ def replica_row(part: str, rep: Replica) -> dict[str, Any]:
         "partition": part,
         "replica": rep.label,
         "log_start_offset": rep.log_start_offset,
+        "local_log_start_offset": rep.local_log_start_offset,
+        "tiered": rep.tiered,
         "log_end_offset": rep.log_end_offset,
         "high_watermark": rep.high_watermark,
         "leader_epochs": [list(e) for e in broker_cache(rep)],
@@ -183,6 +185,13 @@ def truncation_line(t: TruncationResult) -> str:
     )
 
 
+def log_start_text(r: Replica) -> str:
+    """The log start offset, and a tiered replica's local log start offset beside it."""
+    if r.tiered and r.log_start_offset < r.local_log_start_offset:
+        return f"{r.log_start_offset} (local {r.local_log_start_offset})"
+    return str(r.log_start_offset)
+
+
 def partition_lines(c: PartitionComparison) -> list[str]:
     """A short table per partition: the replicas, each divergent range, each truncation."""
     lines = [f"partition {c.name}: {len(c.replicas)} replicas"]
@@ -193,7 +202,7 @@ def partition_lines(c: PartitionComparison) -> list[str]:
         rows.append(
             [
                 r.label,
-                str(r.log_start_offset),
+                log_start_text(r),
                 str(r.log_end_offset),
                 epochs,
                 str(len(r)),
@@ -256,7 +265,7 @@ def write_rich(console: Any, c: PartitionComparison) -> None:
         epochs = " ".join(f"{e}@{s}" for e, s in broker_cache(r)) or "-"
         replicas.add_row(
             r.label,
-            str(r.log_start_offset),
+            log_start_text(r),
             str(r.log_end_offset),
             epochs,
             str(len(r)),

@@ -28,8 +28,30 @@ def report_summary_row(r: PartitionReport) -> dict[str, Any]:
         **coverage_fields(r.log_bytes, r.checked_bytes, r.limited),
         "partitions": None if r.is_leaf else r.partitions,
         "taken_as": r.taken_as,
+        **tiered_fields(r),
         "findings": {s.label: r.total(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)},
     }
+
+
+def tiered_fields(r: PartitionReport) -> dict[str, Any]:
+    """A tiered partition's log starts (null but where its checkpoint is below its first local segment)."""
+    t = r.tiered
+    return {
+        "tiered": t.tiered if t is not None else None,
+        "log_start_offset": t.log_start_offset if t is not None else None,
+        "local_log_start_offset": t.local_log_start_offset if t is not None else None,
+    }
+
+
+def tiered_text(r: PartitionReport) -> str:
+    """`, log start offset 37 (37..279 in remote storage)` for a tiered partition."""
+    if r.tiered is None or not r.tiered.tiered:
+        return ""
+    lso, local = r.tiered.log_start_offset, r.tiered.local_log_start_offset
+    if lso is None or local is None:
+        return ""
+    held = f"{lso}..{local - 1} in remote storage" if lso < local else "nothing in remote storage"
+    return f", log start offset {lso} ({held})"
 
 
 def coverage_fields(log_bytes: int, checked_bytes: int, limited: bool) -> dict[str, Any]:
@@ -79,7 +101,7 @@ def report_lines(r: PartitionReport) -> list[str]:
     coverage = coverage_text(r.log_bytes, r.checked_bytes, r.limited)
     if r.is_leaf:
         offsets = "no offsets" if r.first_offset is None else f"offsets {r.first_offset}..{r.last_offset}"
-        counts = f"{r.segments} segments, {r.batches} batches, {r.records} records, {offsets}"
+        counts = f"{r.segments} segments, {r.batches} batches, {r.records} records, {offsets}{tiered_text(r)}"
     else:
         counts = f"{r.partitions} partitions, {r.segments} segments, {r.batches} batches, {r.records} records"
     taken = f" ({r.taken_as})" if r.taken_as is not None and not r.is_leaf else ""

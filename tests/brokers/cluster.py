@@ -54,18 +54,18 @@ class BrokerFailed(Exception):
     """A broker did not start or stop as asked; the message carries the tail of its log."""
 
 
-_LOG4J2 = """Configuration:
-  Appenders:
-    File:
-      name: F
-      fileName: {log}
-      PatternLayout:
-        pattern: "[%d] %p %m (%c)%n"
-  Loggers:
-    Root:
-      level: INFO
-      AppenderRef:
-        - ref: F
+# XML, which log4j2 reads with the JDK alone: Kafka 3.9's dependencies carry no YAML parser for it.
+_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
+<Configuration>
+  <Appenders>
+    <File name="F" fileName="{log}">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </File>
+  </Appenders>
+  <Loggers>
+    <Root level="INFO"><AppenderRef ref="F"/></Root>
+  </Loggers>
+</Configuration>
 """
 
 _LOG4J1 = """log4j.rootLogger=INFO, F
@@ -207,7 +207,7 @@ class KafkaCluster:
         node.home.mkdir(parents=True, exist_ok=True)
         lines = [f"{k}={v}" for k, v in self._properties(node).items()]
         node.config.write_text("\n".join(lines) + "\n")
-        (node.home / "log4j2.yaml").write_text(_LOG4J2.format(log=node.server_log))
+        (node.home / "log4j2.xml").write_text(_LOG4J2.format(log=node.server_log))
         (node.home / "log4j2.properties").write_text(_LOG4J1.format(log=node.server_log))
 
     # -- lifecycle -----------------------------------------------------------------------------------
@@ -229,7 +229,7 @@ class KafkaCluster:
                 "kafka.tools.StorageTool",
                 *args,
                 heap="256m",
-                log_config=node.home / "log4j2.yaml",
+                log_config=node.home / "log4j2.xml",
             )
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=120)
             if proc.returncode != 0:
@@ -245,7 +245,7 @@ class KafkaCluster:
                 self._write_config(node)
             out = (node.home / "stdout.log").open("ab")
             cmd = java_command(
-                self.release, "kafka.Kafka", str(node.config), log_config=node.home / "log4j2.yaml"
+                self.release, "kafka.Kafka", str(node.config), log_config=node.home / "log4j2.xml"
             )
             node.process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             _LIVE.add(node.process.pid)

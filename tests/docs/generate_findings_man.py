@@ -52,6 +52,15 @@ SECTIONS: dict[str, tuple[str, str]] = {
         "any entry under the paths a command is given: what it is on disk, whether it is recognised, "
         "and whether anything was there to check",
     ),
+    "remote index cache": (
+        "IN THE REMOTE INDEX CACHE",
+        "a tiered-storage broker's <log dir>/remote-log-index-cache/, checked as the broker checks it at start-up",
+    ),
+    "remote store": (
+        "IN A REMOTE STORE",
+        "a tiered-storage remote store in LocalTieredStorage's layout (a directory or a URL), checked "
+        "against __remote_log_metadata",
+    ),
     "archive": (
         "IN A BROKER TARBALL",
         "a .tar, .tar.gz or .tar.zst of a log dir read in place, when it is listed",

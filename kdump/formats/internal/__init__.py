@@ -8,6 +8,7 @@
   `metadata_tables`;
 * `control_records`: the control records of any partition (transaction markers, KRaft leader change,
   snapshot header/footer, kraft version, voters);
+* `remote_log_metadata`: `__remote_log_metadata` (tiered storage: remote segments' copy and delete states);
 * `schema`: the engine for Kafka's generated-message wire format that the decoders share, with field
   tables written in Python; `java_text`: Java's UTF-8 and Jackson's JSON text; `decoded`: the
   `DecodedRecord` they all return.
@@ -29,6 +30,7 @@ from kdump.formats.internal.cluster_metadata import decode_metadata_record
 from kdump.formats.internal.consumer_offsets import decode_offsets_record
 from kdump.formats.internal.control_records import decode_control_record
 from kdump.formats.internal.decoded import DecodedRecord
+from kdump.formats.internal.remote_log_metadata import decode_remote_log_metadata_record
 from kdump.formats.internal.schema import Buffer
 from kdump.formats.internal.share_group_state import decode_share_group_state_record
 from kdump.formats.internal.transaction_log import decode_transaction_log_record
@@ -43,6 +45,7 @@ __all__ = [
     "decode_internal_record",
     "decode_metadata_record",
     "decode_offsets_record",
+    "decode_remote_log_metadata_record",
     "decode_share_group_state_record",
     "decode_transaction_log_record",
     "decode_with",
@@ -56,12 +59,16 @@ def _metadata(key: Buffer | None, value: Buffer | None) -> DecodedRecord:
     return decode_metadata_record(value)
 
 
+def _remote_log_metadata(key: Buffer | None, value: Buffer | None) -> DecodedRecord:
+    return decode_remote_log_metadata_record(value)
+
+
 TOPIC_DECODERS: Final[dict[str, tuple[str, RecordDecoder]]] = {
     "__consumer_offsets": ("offsets", decode_offsets_record),
     "__transaction_state": ("transactions", decode_transaction_log_record),
     "__share_group_state": ("share-group-state", decode_share_group_state_record),
     "__cluster_metadata": ("metadata", _metadata),
-    # "__remote_log_metadata": ("remote-log-metadata", <its decoder>) belongs here, beside the others.
+    "__remote_log_metadata": ("remote-log-metadata", _remote_log_metadata),
 }
 """Internal topic -> (decoder name for `--decode`, decoder of its data records)."""
 
