@@ -22,6 +22,7 @@ from kdump.model.segment import Segment
 from kdump.model.segment_view import SegmentView
 from kdump.ops.files import Entry, FileStart
 from kdump.ops.internal import InternalRecord, attach_decoded, choose_decoder
+from kdump.ops.payloads import PayloadOptions, attach_payloads, registered_decoder
 from kdump.ops.state_files import dump_state_file
 from kdump.scan.events import Event, ScanSummary
 from kdump.scan.log_scanner import decode_batch_records, scan_log
@@ -95,6 +96,8 @@ class DumpOptions:
     filter: DumpFilter = DumpFilter()
     max_bytes: int | None = None
     decode: str = "auto"  # auto | offsets | transactions | metadata | none
+    # Keys and values decoded (`--key-type`, `--value-type`, schema sources; `--where`), or None.
+    payloads: PayloadOptions | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +160,11 @@ def dump_item(item: DumpItem, options: DumpOptions) -> Iterator[DumpEvent]:
     """Dump one file."""
     if item.is_log:
         events = dump_log(item.path, options, base_offset=item.base_offset, label=item.label, item=item)
-        yield from attach_decoded(events, item.decoder if options.records else None, item.label)
+        decoded = attach_decoded(events, item.decoder if options.records else None, item.label)
+        payloads = options.payloads
+        if payloads is not None and payloads.decoding and options.records and item.decoder is None:
+            decoded = attach_payloads(decoded, registered_decoder(payloads), item.label)
+        yield from decoded
     else:
         yield from dump_state_file(item.path, file_kind(item.path), item.label)
 

@@ -15,6 +15,7 @@ from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.files import Entry, FileStart
 from kdump.ops.internal import InternalRecord
+from kdump.ops.payloads import PayloadRecord
 from kdump.render import rows
 from kdump.scan.events import ScanSummary
 
@@ -56,6 +57,30 @@ def record_line(r: Record, batch: BatchHeader | None, file_json: str, encoding: 
         f'"key":{_bytes_json(key, encoding)},"value":{_bytes_json(value, encoding)},"headers":{headers},'
         f'"sequence":{r.sequence},"key_size":{-1 if key is None else len(key)},'
         f'"value_size":{-1 if value is None else len(value)}}}'
+    )
+
+
+def _int_json(n: int | None) -> str:
+    return "null" if n is None else str(n)
+
+
+def payload_record_line(pr: PayloadRecord, batch: BatchHeader | None, file_json: str, encoding: str) -> str:
+    """A record with decoded key and value as a JSON line: `rows.payload_record_row`, built directly
+    (the decoded values are spliced in as the JSON text they were rendered to once)."""
+    line = record_line(pr.record, batch, file_json, encoding)
+    if batch is None or batch.is_control or pr.record.crc is not None:
+        return _dumps(rows.payload_record_row(pr, batch, str(json.loads(file_json)), encoding))
+    r, k, v = pr.record, pr.key, pr.value
+    if k.json is not None or v.json is not None:
+        head = line[: line.index(',"key":')]
+        key = k.json.decode() if k.json is not None else _bytes_json(r.key, encoding)
+        value = v.json.decode() if v.json is not None else _bytes_json(r.value, encoding)
+        line = head + f',"key":{key},"value":{value}' + line[line.index(',"headers":') :]
+    kf = "null" if k.format is None else f'"{k.format}"'
+    vf = "null" if v.format is None else f'"{v.format}"'
+    return (
+        f'{line[:-1]},"key_schema_id":{_int_json(k.schema_id)},"value_schema_id":{_int_json(v.schema_id)},'
+        f'"key_format":{kf},"value_format":{vf}}}'
     )
 
 
@@ -132,6 +157,8 @@ def write_jsonl(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") 
                 out.write("\n".join(buf))
                 buf.clear()
             append(batch_line(ev, file_json))
+        elif type(ev) is PayloadRecord:
+            append(payload_record_line(ev, batch, file_json, encoding))
         elif isinstance(ev, InternalRecord):
             append(_dumps(rows.internal_record_row(ev, batch, file, encoding)))
         elif isinstance(ev, FileStart):

@@ -1,0 +1,393 @@
+"""Keys and values decoded while dumping: the Schema Registry wire format (Avro, Protobuf, JSON
+Schema) and plain typed values.
+
+Each record's key and value is decoded as its `--key-type` / `--value-type` asks. With `registry`,
+the schema is named by the payload's prefix (magic 0 and an id) or by a `__key_schema_id` /
+`__value_schema_id` header, and found in the `SchemaCatalog`. A payload that names a schema but does
+not decode is shown raw with a `payload-decode-failed` finding at its offset; one whose schema no
+source has is shown raw too, and counted; one written with a deleted schema is decoded with it (the
+registry's soft-deleted schemas are still there) and counted. The counts of a file come in a
+`PayloadTally` before its summary, with one `schema-id-unknown` / `schema-deleted` finding per
+schema and file (how many records, the first offset): never one per record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from kdump.errors import DecodeError
+from kdump.findings import Finding, Severity, make_finding
+from kdump.formats.batch import BatchHeader
+from kdump.formats.payloads import values
+from kdump.formats.payloads.protobuf import ProtobufSchema, descriptor_from_base64
+from kdump.formats.payloads.wire import (
+    KEY_SCHEMA_ID_HEADER,
+    VALUE_SCHEMA_ID_HEADER,
+    Framing,
+    SchemaRef,
+    header_ref,
+    header_value,
+    message_indexes,
+    prefix_framing,
+)
+from kdump.formats.records import Record
+from kdump.ops.schema_catalog import SOURCES, SchemaCatalog, SchemaEntry, build_catalog, schemas_partitions
+from kdump.scan.events import ScanSummary
+
+TYPES = ("raw", "registry", *values.TYPED)
+_FORMATS = {"AVRO": "avro", "PROTOBUF": "protobuf", "JSON": "json-schema"}
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadOptions:
+    """How keys and values are decoded, and where schemas come from (picklable, for workers)."""
+
+    key_type: str = "raw"
+    value_type: str = "raw"
+    schemas: tuple[str, ...] = ()  # `_schemas` partitions, log dirs holding one, or segments
+    schema_files: tuple[tuple[str, str], ...] = ()  # (id or subject, path)
+    registry: str | None = None
+    order: tuple[str, ...] = SOURCES
+    where: str | None = None  # a jq expression (render.where_filter applies it)
+    encoding: str = "utf8"  # how bytes inside decoded values are shown
+
+    @property
+    def decoding(self) -> bool:
+        """Whether keys or values are decoded at all."""
+        return self.key_type != "raw" or self.value_type != "raw"
+
+
+class Decoded(NamedTuple):
+    """One key or value as shown: its JSON text when it decoded (else None: shown raw)."""
+
+    json: bytes | None
+    schema_id: int | None
+    format: str | None
+
+
+RAW = Decoded(None, None, None)
+
+
+class PayloadRecord(NamedTuple):
+    """A record whose key and value were decoded (or stay raw)."""
+
+    record: Record
+    key: Decoded
+    value: Decoded
+
+
+@dataclass(slots=True)
+class PayloadTally:
+    """What the keys and values of one file decoded to."""
+
+    file: str
+    decoded: dict[str, int] = field(default_factory=dict)  # by format
+    failed: int = 0
+    not_framed: int = 0  # `registry` asked, but no schema id in the payload or a header
+    unknown_schema: int = 0
+    deleted_schema: int = 0
+    unknown: dict[str, list[int]] = field(default_factory=dict)  # ref label -> [count, first offset]
+    deleted: dict[str, list[int]] = field(default_factory=dict)
+
+    def merge(self, other: PayloadTally) -> None:
+        """Add another tally of the same file (a worker's chunk)."""
+        for k, n in other.decoded.items():
+            self.decoded[k] = self.decoded.get(k, 0) + n
+        self.failed += other.failed
+        self.not_framed += other.not_framed
+        self.unknown_schema += other.unknown_schema
+        self.deleted_schema += other.deleted_schema
+        for mine, theirs in ((self.unknown, other.unknown), (self.deleted, other.deleted)):
+            for label, (n, first) in theirs.items():
+                have = mine.setdefault(label, [0, first])
+                have[0] += n
+                have[1] = min(have[1], first)
+
+    def to_row(self) -> dict[str, Any]:
+        """The JSON object of the tally (type `payloads`)."""
+        return {
+            "type": "payloads",
+            "file": self.file,
+            "decoded": dict(sorted(self.decoded.items())),
+            "failed": self.failed,
+            "not_framed": self.not_framed,
+            "unknown_schema": self.unknown_schema,
+            "deleted_schema": self.deleted_schema,
+            "unknown_schemas": sorted(self.unknown),
+            "deleted_schemas": sorted(self.deleted),
+        }
+
+
+class _Schema(NamedTuple):
+    fmt: str
+    decode: Callable[[bytes, Framing, bytes], Any]  # (payload, framing, header or payload) -> value
+    entry: SchemaEntry
+
+
+class PayloadDecoder:
+    """Decodes keys and values by the options; keeps the current file's tally."""
+
+    def __init__(self, options: PayloadOptions, catalog: SchemaCatalog | None = None, encoding: str = "utf8"):
+        self.options = options
+        self.catalog = catalog if catalog is not None else SchemaCatalog()
+        self.json = values.JsonWriter(encoding)
+        self._schemas: dict[SchemaRef, _Schema | DecodeError | None] = {}
+        self.tally = PayloadTally("")
+
+    def take_tally(self, file: str) -> PayloadTally:
+        """The tally so far (then a fresh one for `file`)."""
+        done, self.tally = self.tally, PayloadTally(file)
+        return done
+
+    def decode(self, r: Record, batch: BatchHeader, file: str) -> tuple[PayloadRecord, list[Finding]]:
+        """A record's key and value decoded, and the findings of those that did not decode."""
+        found: list[Finding] = []
+        opts = self.options
+        key = RAW if opts.key_type == "raw" else self._side(r, r.key, True, opts.key_type, batch, file, found)
+        value = (
+            RAW
+            if opts.value_type == "raw"
+            else self._side(r, r.value, False, opts.value_type, batch, file, found)
+        )
+        return PayloadRecord(r, key, value), found
+
+    def _side(
+        self,
+        r: Record,
+        data: bytes | None,
+        is_key: bool,
+        kind: str,
+        batch: BatchHeader,
+        file: str,
+        found: list[Finding],
+    ) -> Decoded:
+        if data is None:
+            return RAW
+        what = "key" if is_key else "value"
+        if kind != "registry":
+            try:
+                return Decoded(self.json.dumps(values.decode_typed(kind, data)), None, kind)
+            except DecodeError as exc:
+                return self._failed(
+                    found, r, batch, file, f"{what} at offset {r.offset} is not an {kind}: {exc}"
+                )
+        carrier = header_value(r.headers, KEY_SCHEMA_ID_HEADER if is_key else VALUE_SCHEMA_ID_HEADER)
+        try:
+            if carrier is not None:
+                ref, at = header_ref(carrier)
+                framing = Framing(ref, at, carrier)
+            else:
+                framed = prefix_framing(data)
+                if framed is None:
+                    self.tally.not_framed += 1
+                    return RAW
+                framing = framed
+        except DecodeError as exc:
+            return self._failed(found, r, batch, file, f"{what} at offset {r.offset}: {exc}")
+        schema = self._schema(framing.ref)
+        sid = framing.ref.schema_id
+        if schema is None:
+            self.tally.unknown_schema += 1
+            slot = self.tally.unknown.setdefault(framing.ref.label(), [0, r.offset])
+            slot[0] += 1
+            return Decoded(None, sid, None)
+        if isinstance(schema, DecodeError):
+            return self._failed(
+                found, r, batch, file, f"{what} at offset {r.offset}: {framing.ref.label()}: {schema}", sid
+            )
+        if sid is None:
+            sid = schema.entry.schema_id
+        if schema.entry.deleted:
+            self.tally.deleted_schema += 1
+            slot = self.tally.deleted.setdefault(
+                f"{framing.ref.label()} ({schema.entry.state})", [0, r.offset]
+            )
+            slot[0] += 1
+        try:
+            text = self.json.dumps(schema.decode(data, framing, carrier if carrier is not None else data))
+        except DecodeError as exc:
+            msg = f"{what} at offset {r.offset} names {framing.ref.label()} ({schema.fmt}) but does not decode: {exc}"
+            return self._failed(found, r, batch, file, msg, sid)
+        self.tally.decoded[schema.fmt] = self.tally.decoded.get(schema.fmt, 0) + 1
+        return Decoded(text, sid, schema.fmt)
+
+    def _failed(
+        self,
+        found: list[Finding],
+        r: Record,
+        batch: BatchHeader,
+        file: str,
+        message: str,
+        sid: int | None = None,
+    ) -> Decoded:
+        self.tally.failed += 1
+        found.append(
+            make_finding("payload-decode-failed", file, message, position=batch.position, offset=r.offset)
+        )
+        return Decoded(None, sid, None)
+
+    def _schema(self, ref: SchemaRef) -> _Schema | DecodeError | None:
+        if ref in self._schemas:
+            return self._schemas[ref]
+        entry = self.catalog.find(ref)
+        built: _Schema | DecodeError | None = None
+        if entry is not None:
+            try:
+                built = _build(self.catalog, entry)
+            except DecodeError as exc:
+                built = exc
+        self._schemas[ref] = built
+        return built
+
+    def finish(self, file: str) -> list[Any]:
+        """The file's per-schema findings and its tally (then a fresh tally)."""
+        t = self.take_tally(file)
+        t.file = file
+        out: list[Any] = []
+        for label, (n, first) in sorted(t.unknown.items()):
+            out.append(
+                make_finding(
+                    "schema-id-unknown",
+                    file,
+                    f"{n} keys or values name schema {label}, which no schema source has "
+                    f"(first at offset {first}); shown raw",
+                    offset=first,
+                    records=n,
+                )
+            )
+        for label, (n, first) in sorted(t.deleted.items()):
+            out.append(
+                make_finding(
+                    "schema-deleted",
+                    file,
+                    f"{n} keys or values were written with schema {label}, deleted in the registry "
+                    f"(first at offset {first}); decoded with it",
+                    offset=first,
+                    records=n,
+                )
+            )
+        out.append(t)
+        return out
+
+
+def _build(catalog: SchemaCatalog, entry: SchemaEntry) -> _Schema:
+    """The decoder of one schema (its references resolved)."""
+    fmt = _FORMATS.get(entry.schema_type)
+    if fmt is None:
+        raise DecodeError(f"schema type {entry.schema_type!r} is not Avro, Protobuf or JSON")
+    if fmt == "json-schema":
+        return _Schema(
+            fmt,
+            lambda data, framing, _c: values.parse_json(
+                data[framing.body if framing.header is None else 0 :]
+            ),
+            entry,
+        )
+    deps = catalog.references_of(entry)
+    if fmt == "avro":
+        from kdump.formats.payloads.avro import avro_reader
+
+        read = avro_reader(entry.schema, [d.schema for _, d in deps])
+        return _Schema(
+            fmt, lambda data, framing, _c: read(data[framing.body if framing.header is None else 0 :]), entry
+        )
+    proto = _protobuf(entry, [(r.name, d) for r, d in deps])
+
+    def decode(data: bytes, framing: Framing, carrier: bytes) -> Any:
+        indexes, end = message_indexes(carrier, framing.body)
+        body = data[end:] if framing.header is None else data
+        return proto.reader(indexes)(body)
+
+    return _Schema(fmt, decode, entry)
+
+
+def _protobuf(entry: SchemaEntry, deps: list[tuple[str, SchemaEntry]]) -> ProtobufSchema:
+    root = descriptor_from_base64(entry.schema)
+    described = {name: descriptor_from_base64(d.schema) for name, d in deps}
+    if root is not None and all(v is not None for v in described.values()):
+        return ProtobufSchema(root, {k: v for k, v in described.items() if v is not None})
+    from kdump.ops.proto_text import compile_proto
+
+    if root is not None:
+        raise DecodeError("a base64 descriptor importing .proto text is not supported")
+    name = Path(entry.path).name if entry.path else f"kdump-schema-{entry.schema_id}.proto"
+    texts = {n: d.schema for n, d in deps if described[n] is None}
+    texts[name] = entry.schema
+    compiled = compile_proto(
+        name,
+        texts,
+        {n: v for n, v in described.items() if v is not None},
+        Path(entry.path).parent if entry.path else None,
+    )
+    return ProtobufSchema(compiled.pop(name), compiled)
+
+
+# The decoder of each set of options in this process: built once by the command (before worker
+# processes fork, so they inherit its schemas), then found by the options the dump carries.
+_DECODERS: dict[PayloadOptions, PayloadDecoder] = {}
+
+
+def registered_decoder(options: PayloadOptions) -> PayloadDecoder:
+    """The decoder `open_decoder` built for these options (a fresh one from the options alone in a
+    process that did not inherit it)."""
+    found = _DECODERS.get(options)
+    if found is None:
+        found = _DECODERS[options] = open_decoder(options)
+    return found
+
+
+def open_decoder(options: PayloadOptions, targets: Iterable[Path] = ()) -> PayloadDecoder:
+    """A decoder for the options (kept for `registered_decoder`); `_schemas` is looked for in the
+    given targets too when `registry` decoding is asked and no `--schemas` was given.
+
+    Raises:
+        PathError: a schema source cannot be read.
+    """
+    schemas = [Path(p) for p in options.schemas]
+    if not schemas and "registry" in (options.key_type, options.value_type):
+        schemas = schemas_partitions(targets)
+    else:
+        schemas = schemas_partitions(schemas) or schemas
+    catalog = build_catalog(
+        schemas, [(n, Path(p)) for n, p in options.schema_files], options.registry, options.order
+    )
+    decoder = _DECODERS[options] = PayloadDecoder(options, catalog, options.encoding)
+    return decoder
+
+
+def attach_payloads(events: Iterable[Any], decoder: PayloadDecoder, file: str) -> Iterator[Any]:
+    """Replace each data record by a `PayloadRecord`; findings of payloads that do not decode come
+    before their record; the tally (and per-schema findings) before the file's summary."""
+    batch: BatchHeader | None = None
+    decoder.take_tally(file)
+    for ev in events:
+        if type(ev) is Record and batch is not None and not batch.is_control:
+            pr, found = decoder.decode(ev, batch, file)
+            yield from found
+            yield pr
+            continue
+        if isinstance(ev, BatchHeader):
+            batch = ev
+        elif isinstance(ev, ScanSummary):
+            extra = decoder.finish(file)
+            yield from extra
+            ev = count_findings(ev, [f for f in extra if isinstance(f, Finding)])
+        yield ev
+
+
+def count_findings(summary: ScanSummary, found: list[Finding]) -> ScanSummary:
+    """A summary counting these findings too."""
+    import dataclasses
+
+    if not found:
+        return summary
+    n = {sev: sum(1 for f in found if f.severity == sev) for sev in Severity}
+    return dataclasses.replace(
+        summary,
+        findings_info=summary.findings_info + n[Severity.INFO],
+        findings_warning=summary.findings_warning + n[Severity.WARNING],
+        findings_error=summary.findings_error + n[Severity.ERROR],
+    )
