@@ -34,7 +34,14 @@ from kdump.formats.payloads.wire import (
     prefix_framing,
 )
 from kdump.formats.records import Record
-from kdump.ops.schema_catalog import SOURCES, SchemaCatalog, SchemaEntry, build_catalog, schemas_partitions
+from kdump.ops.schema_catalog import (
+    SOURCES,
+    SchemaCatalog,
+    SchemaEntry,
+    build_catalog,
+    schemas_partitions,
+    sibling_schemas,
+)
 from kdump.scan.events import ScanSummary
 
 TYPES = ("raw", "registry", *values.TYPED)
@@ -346,11 +353,12 @@ def open_decoder(options: PayloadOptions, targets: Iterable[Path] = ()) -> Paylo
     Raises:
         PathError: a schema source cannot be read.
     """
-    schemas = [Path(p) for p in options.schemas]
-    if not schemas and "registry" in (options.key_type, options.value_type):
-        schemas = schemas_partitions(targets)
+    if options.schemas:
+        schemas = schemas_partitions(Path(p) for p in options.schemas)
+    elif "registry" in (options.key_type, options.value_type):
+        schemas = sibling_schemas(targets)
     else:
-        schemas = schemas_partitions(schemas) or schemas
+        schemas = []
     catalog = build_catalog(
         schemas, [(n, Path(p)) for n, p in options.schema_files], options.registry, options.order
     )

@@ -43,7 +43,13 @@ class RegistryClient:
         self.requests = 0
 
     def get(self, path: str) -> dict[str, Any] | None:
-        """The JSON object at `path`, or None when the registry answers 404 (no such schema).
+        """The JSON object at `path`, or None when the registry answers 404 (no such schema) or
+        with something else than an object."""
+        obj = self.get_json(path)
+        return obj if isinstance(obj, dict) else None
+
+    def get_json(self, path: str) -> Any:
+        """The JSON at `path`, or None when the registry answers 404.
 
         Raises:
             PathError: the registry cannot be reached or answers with another error.
@@ -63,7 +69,7 @@ class RegistryClient:
             obj = json.loads(body)
         except ValueError:
             raise PathError(f"schema registry {self.url}: GET {path}: the answer is not JSON") from None
-        return obj if isinstance(obj, dict) else None
+        return obj
 
     def schema_by_id(self, schema_id: int) -> dict[str, Any] | None:
         """`{"schema", "schemaType", "references"}` of an id (soft-deleted ones too, as the
@@ -77,3 +83,15 @@ class RegistryClient:
     def subject_version(self, subject: str, version: int | str) -> dict[str, Any] | None:
         """One version of a subject, soft-deleted ones included."""
         return self.get(f"/subjects/{urllib.parse.quote(subject, safe='')}/versions/{version}?deleted=true")
+
+    def all_versions(self) -> list[dict[str, Any]]:
+        """Every version of every subject, soft-deleted ones included (for a registry that cannot
+        look a GUID up: the GUIDs are then computed from the schemas)."""
+        out = []
+        for subject in self.get_json("/subjects?deleted=true") or []:
+            quoted = urllib.parse.quote(str(subject), safe="")
+            for version in self.get_json(f"/subjects/{quoted}/versions?deleted=true") or []:
+                got = self.subject_version(str(subject), version)
+                if got is not None:
+                    out.append(got)
+        return out

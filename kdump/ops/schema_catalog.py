@@ -88,26 +88,34 @@ def read_schemas_log(paths: Iterable[Path]) -> tuple[SchemasLog, list[Finding]]:
 
 
 def schemas_partitions(paths: Iterable[Path]) -> list[Path]:
-    """The `_schemas` partition directories in or at these paths (log dirs, directories of them)."""
+    """The `_schemas` partitions named by these paths: the `_schemas` partition directories in a log
+    dir (or a directory of log dirs), or a partition directory or segment given itself (whatever its
+    name: the registry's topic is configurable)."""
+    from kdump.model.log_dir import discover
+
+    found: list[Path] = []
+    for path in paths:
+        target = discover(str(path))
+        named = [p.path for p in target.partitions() if p.topic == SCHEMAS_TOPIC]
+        chosen = named or ([path] if target.kind in ("partition", "file") else [])
+        found += [p for p in chosen if p not in found]
+    return found
+
+
+def sibling_schemas(paths: Iterable[Path]) -> list[Path]:
+    """The `_schemas` partitions of the log dirs these dumped paths are or lie in."""
     from kdump.model.log_dir import discover
 
     found: list[Path] = []
     for path in paths:
         try:
             target = discover(str(path))
-            if target.kind in ("partition", "file") and not any(
-                p.topic == SCHEMAS_TOPIC for p in target.partitions()
-            ):
-                # A partition given alone: the _schemas partition of the log dir it lies in.
-                parent = target.log_dir_path or (
-                    path.parent if target.kind == "partition" else path.parent.parent
-                )
-                target = discover(str(parent))
+            if target.kind in ("partition", "file"):
+                parent = path.parent if target.kind == "partition" else path.parent.parent
+                target = discover(str(target.log_dir_path or parent))
         except PathError:
             continue
-        for part in target.partitions():
-            if part.topic == SCHEMAS_TOPIC and part.path not in found:
-                found.append(part.path)
+        found += [p.path for p in target.partitions() if p.topic == SCHEMAS_TOPIC and p.path not in found]
     return found
 
 
@@ -122,6 +130,7 @@ class SchemaCatalog:
     findings: list[Finding] = field(default_factory=list)  # from reading _schemas
     _by_ref: dict[SchemaRef, SchemaEntry | None] = field(default_factory=dict)
     _guids: dict[str, SchemaEntry] | None = None
+    _registry_guids: dict[str, SchemaEntry] | None = None
 
     def find(self, ref: SchemaRef) -> SchemaEntry | None:
         """The schema an id or GUID names, or None when no source has it."""
@@ -169,10 +178,19 @@ class SchemaCatalog:
             return None
         if ref.schema_id is not None:
             got = self.registry.schema_by_id(ref.schema_id)
-        else:
-            assert ref.guid is not None
-            got = self.registry.schema_by_guid(ref.guid)
-        return _registry_entry(got, ref.schema_id) if got is not None else None
+            return _registry_entry(got, ref.schema_id) if got is not None else None
+        assert ref.guid is not None
+        got = self.registry.schema_by_guid(ref.guid)
+        if got is not None:
+            return _registry_entry(got, got.get("id"))
+        if self._registry_guids is None:
+            # A registry without GUIDs (Apicurio's Confluent API): compute them as Confluent's does.
+            self._registry_guids = {}
+            for version in self.registry.all_versions():
+                entry = _registry_entry(version, version.get("id"))
+                if entry is not None:
+                    self._registry_guids.setdefault(schema_guid(entry.schema, entry.references), entry)
+        return self._registry_guids.get(ref.guid)
 
     def subject_version(self, subject: str, version: int) -> SchemaEntry | None:
         """A referenced schema: that subject's version (latest for a local file of the subject)."""
