@@ -122,10 +122,12 @@ class Apicurio:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RegistryUnavailable(f"Apicurio exited while starting: {self.log_tail()}")
-            with contextlib.suppress(OSError, ValueError):
-                with urllib.request.urlopen(self.url + "/subjects", timeout=2) as r:
-                    if isinstance(json.loads(r.read()), list):
-                        return
+            with (
+                contextlib.suppress(OSError, ValueError),
+                urllib.request.urlopen(self.url + "/subjects", timeout=2) as r,
+            ):
+                if isinstance(json.loads(r.read()), list):
+                    return
             time.sleep(0.5)
         self.stop()
         raise RegistryUnavailable(f"Apicurio did not answer within {timeout} s: {self.log_tail()}")

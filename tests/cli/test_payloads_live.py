@@ -229,7 +229,8 @@ def test_where_on_decoded_fields_and_headers(kdump: Callable[..., Result], produ
     )  # fmt: skip
     keys = [r["key"] for r in _records(result)]
     want = [k for k, v in produced.sent["avro-orders"] if v["customer"] == "customer-0005" and v["paid"]]
-    assert keys == want and want
+    assert want
+    assert keys == want
     result = _dump(
         kdump,
         produced,
@@ -249,7 +250,7 @@ def test_text_output_shows_schema_ids_and_decoded_values(
         str(produced.log_dir / "avro-orders-0"),
     )  # fmt: skip
     assert result.exit_code == 0
-    line = next(l for l in result.stdout.splitlines() if l.startswith("| offset: 1 "))
+    line = next(x for x in result.stdout.splitlines() if x.startswith("| offset: 1 "))
     sid = produced.ids["avro-orders-value"]
     assert f"key: 1 valueSchemaId: {sid} payload: " in line
     assert json.loads(line.split(" payload: ", 1)[1].split(" headers: ")[0])["id"] == avro_order(1)["id"]
