@@ -57,6 +57,7 @@ def schemas_command(paths: tuple[str, ...], fmt: str, show_schema: bool, write_d
         diag(str(exc))
         sys.exit(ExitCode.UNREADABLE)
     out = sys.stdout
+    label = ", ".join(str(p) for p in parts) or None
     for f in findings:
         if fmt == "json":
             from kdump.render.rows import finding_row
@@ -65,7 +66,7 @@ def schemas_command(paths: tuple[str, ...], fmt: str, show_schema: bool, write_d
         else:
             out.write(finding_line(f) + "\n")
     for sv in log.listing():
-        row = version_row(sv, with_schema=show_schema)
+        row = version_row(sv, label, with_schema=show_schema)
         if fmt == "json":
             out.write(json.dumps(row, separators=(",", ":")) + "\n")
             continue
@@ -78,7 +79,7 @@ def schemas_command(paths: tuple[str, ...], fmt: str, show_schema: bool, write_d
         out.write(line + "\n")
         if show_schema and sv.schema is not None:
             out.write(f"  schema: {sv.schema}\n")
-    summary = summary_row(log)
+    summary = summary_row(log, label)
     if fmt == "json":
         out.write(json.dumps(summary, separators=(",", ":")) + "\n")
     else:

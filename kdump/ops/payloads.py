@@ -176,11 +176,13 @@ class PayloadDecoder:
         what = "key" if is_key else "value"
         if kind != "registry":
             try:
-                return Decoded(self.json.dumps(values.decode_typed(kind, data)), None, kind)
+                text = self.json.dumps(values.decode_typed(kind, data))
             except DecodeError as exc:
                 return self._failed(
-                    found, r, batch, file, f"{what} at offset {r.offset} is not an {kind}: {exc}"
+                    found, r, batch, file, f"{what} at offset {r.offset} is not {kind}: {exc}"
                 )
+            self.tally.decoded[kind] = self.tally.decoded.get(kind, 0) + 1
+            return Decoded(text, None, kind)
         carrier = header_value(r.headers, KEY_SCHEMA_ID_HEADER if is_key else VALUE_SCHEMA_ID_HEADER)
         try:
             if carrier is not None:

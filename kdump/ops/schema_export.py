@@ -26,10 +26,11 @@ from kdump.formats.payloads.schemas_topic import HARD_DELETED, SchemasLog, Schem
 EXTENSIONS = {"AVRO": ".avsc", "PROTOBUF": ".proto", "JSON": ".json"}
 
 
-def version_row(sv: SchemaVersion, *, with_schema: bool = False) -> dict[str, Any]:
-    """One subject version as a JSON object (type `schema`)."""
+def version_row(sv: SchemaVersion, file: str | None = None, *, with_schema: bool = False) -> dict[str, Any]:
+    """One subject version as a JSON object (type `schema`); `file` is the `_schemas` partition."""
     row: dict[str, Any] = {
         "type": "schema",
+        "file": file,
         "subject": sv.subject,
         "version": sv.version,
         "id": sv.schema_id,
@@ -48,7 +49,7 @@ def version_row(sv: SchemaVersion, *, with_schema: bool = False) -> dict[str, An
     return row
 
 
-def summary_row(log: SchemasLog) -> dict[str, Any]:
+def summary_row(log: SchemasLog, file: str | None = None) -> dict[str, Any]:
     """Counts over the whole topic (type `schemas-summary`)."""
     versions = log.listing()
     states: dict[str, int] = {}
@@ -56,6 +57,7 @@ def summary_row(log: SchemasLog) -> dict[str, Any]:
         states[sv.state] = states.get(sv.state, 0) + 1
     return {
         "type": "schemas-summary",
+        "file": file,
         "records": log.records,
         "subjects": len({sv.subject for sv in versions}),
         "versions": len(versions),
@@ -92,7 +94,7 @@ def write_schemas(log: SchemasLog, out: Path) -> list[str]:
         )
         for sv in ordered:
             entry = version_row(sv)
-            del entry["type"]
+            del entry["type"], entry["file"]
             if sv.schema is not None:
                 name = file_name(sv)
                 path = out / name
