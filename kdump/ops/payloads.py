@@ -132,6 +132,10 @@ class _Schema(NamedTuple):
     fmt: str
     decode: Callable[[bytes, Framing, bytes], Any]  # (payload, framing, header or payload) -> value
     entry: SchemaEntry
+    prefixed: Callable[[bytes], Any] | None = None  # a whole prefixed payload -> value (not Protobuf)
+    # Whether a decoded value holds only finite floats (orjson writes the others as null); None: it
+    # holds no float at all.
+    floats: Callable[[Any], bool] | None = values.all_finite
 
 
 class PayloadDecoder:
@@ -142,6 +146,8 @@ class PayloadDecoder:
         self.catalog = catalog if catalog is not None else SchemaCatalog()
         self.json = values.JsonWriter(encoding)
         self._schemas: dict[SchemaRef, _Schema | DecodeError | None] = {}
+        # For the common case, by prefixed id: (payload -> JSON, schema id, format) of live schemas.
+        self._fast: dict[int, tuple[Callable[[bytes], bytes], int | None, str]] = {}
         self.tally = PayloadTally("")
 
     def take_tally(self, file: str) -> PayloadTally:
@@ -173,6 +179,24 @@ class PayloadDecoder:
     ) -> Decoded:
         if data is None:
             return RAW
+        if kind == "registry":
+            if not r.headers and len(data) >= 5 and data[0] == 0:
+                # The common case first: a prefixed id of a live schema already built, that decodes.
+                fast = self._fast.get(int.from_bytes(data[1:5], "big"))
+                if fast is not None:
+                    render, sid, fmt = fast
+                    try:
+                        text = render(data)
+                    except DecodeError:
+                        pass  # the general way below reports it
+                    else:
+                        decoded = self.tally.decoded
+                        decoded[fmt] = decoded.get(fmt, 0) + 1
+                        return Decoded(text, sid, fmt)
+        elif (kind == "int32" and len(data) == 4) or (kind == "int64" and len(data) == 8):
+            decoded = self.tally.decoded
+            decoded[kind] = decoded.get(kind, 0) + 1
+            return Decoded(str(int.from_bytes(data, "big", signed=True)).encode(), None, kind)
         what = "key" if is_key else "value"
         if kind != "registry":
             try:
@@ -216,7 +240,8 @@ class PayloadDecoder:
             )
             slot[0] += 1
         try:
-            text = self.json.dumps(schema.decode(data, framing, carrier if carrier is not None else data))
+            value = schema.decode(data, framing, carrier if carrier is not None else data)
+            text = self.json.dumps_checked(value, schema.floats)
         except DecodeError as exc:
             msg = f"{what} at offset {r.offset} names {framing.ref.label()} ({schema.fmt}) but does not decode: {exc}"
             return self._failed(found, r, batch, file, msg, sid)
@@ -249,6 +274,15 @@ class PayloadDecoder:
             except DecodeError as exc:
                 built = exc
         self._schemas[ref] = built
+        if isinstance(built, _Schema) and ref.schema_id is not None:
+            prefixed = built.prefixed
+            if prefixed is not None and not built.entry.deleted:
+                dumps, check = self.json.dumps_checked, built.floats
+
+                def render(data: bytes) -> bytes:
+                    return dumps(prefixed(data), check)
+
+                self._fast[ref.schema_id] = (render, built.entry.schema_id, built.fmt)
         return built
 
     def finish(self, file: str) -> list[Any]:
@@ -287,30 +321,39 @@ def _build(catalog: SchemaCatalog, entry: SchemaEntry) -> _Schema:
     fmt = _FORMATS.get(entry.schema_type)
     if fmt is None:
         raise DecodeError(f"schema type {entry.schema_type!r} is not Avro, Protobuf or JSON")
+
+    def body(data: bytes, framing: Framing) -> bytes:
+        return data[framing.body :] if framing.header is None else data
+
     if fmt == "json-schema":
         return _Schema(
             fmt,
-            lambda data, framing, _c: values.parse_json(
-                data[framing.body if framing.header is None else 0 :]
-            ),
+            lambda data, framing, _c: values.parse_json(body(data, framing)),
             entry,
+            lambda data: values.parse_json(data[5:]),
         )
     deps = catalog.references_of(entry)
     if fmt == "avro":
-        from kdump.formats.payloads.avro import avro_reader
+        from kdump.formats.payloads.avro import avro_reader, finite_check
 
-        read = avro_reader(entry.schema, [d.schema for _, d in deps])
+        texts = [d.schema for _, d in deps]
+        read = avro_reader(entry.schema, texts)
+        floats = finite_check(entry.schema, texts)
         return _Schema(
-            fmt, lambda data, framing, _c: read(data[framing.body if framing.header is None else 0 :]), entry
+            fmt,
+            lambda data, framing, _c: read(body(data, framing)),
+            entry,
+            avro_reader(entry.schema, texts, skip=5),
+            floats,
         )
     proto = _protobuf(entry, [(r.name, d) for r, d in deps])
 
     def decode(data: bytes, framing: Framing, carrier: bytes) -> Any:
         indexes, end = message_indexes(carrier, framing.body)
-        body = data[end:] if framing.header is None else data
-        return proto.reader(indexes)(body)
+        return proto.reader(indexes)(data[end:] if framing.header is None else data)
 
-    return _Schema(fmt, decode, entry)
+    # The runtime's JSON mapping writes NaN and infinities as strings: no float needs care.
+    return _Schema(fmt, decode, entry, None, None)
 
 
 def _protobuf(entry: SchemaEntry, deps: list[tuple[str, SchemaEntry]]) -> ProtobufSchema:

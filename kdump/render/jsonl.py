@@ -60,26 +60,39 @@ def record_line(r: Record, batch: BatchHeader | None, file_json: str, encoding: 
     )
 
 
-def _int_json(n: int | None) -> str:
-    return "null" if n is None else str(n)
+_FORMAT_JSON: dict[str | None, str] = {None: "null"}
 
 
 def payload_record_line(pr: PayloadRecord, batch: BatchHeader | None, file_json: str, encoding: str) -> str:
     """A record with decoded key and value as a JSON line: `rows.payload_record_row`, built directly
     (the decoded values are spliced in as the JSON text they were rendered to once)."""
-    line = record_line(pr.record, batch, file_json, encoding)
-    if batch is None or batch.is_control or pr.record.crc is not None:
-        return _dumps(rows.payload_record_row(pr, batch, str(json.loads(file_json)), encoding))
     r, k, v = pr.record, pr.key, pr.value
-    if k.json is not None or v.json is not None:
-        head = line[: line.index(',"key":')]
-        key = k.json.decode() if k.json is not None else _bytes_json(r.key, encoding)
-        value = v.json.decode() if v.json is not None else _bytes_json(r.value, encoding)
-        line = head + f',"key":{key},"value":{value}' + line[line.index(',"headers":') :]
-    kf = "null" if k.format is None else f'"{k.format}"'
-    vf = "null" if v.format is None else f'"{v.format}"'
+    if batch is None or batch.is_control or r.crc is not None:
+        return _dumps(rows.payload_record_row(pr, batch, str(json.loads(file_json)), encoding))
+    key, value, headers = r.key, r.value, r.headers
+    if headers:
+        hs = (
+            "["
+            + ",".join(
+                '{"key":' + _encode_string(hk.decode("utf-8", "backslashreplace")) + ',"value":'
+                f"{_bytes_json(hv, encoding)}}}"
+                for hk, hv in headers
+            )
+            + "]"
+        )
+    else:
+        hs = "[]"
+    kj = k.json.decode() if k.json is not None else _bytes_json(key, encoding)
+    vj = v.json.decode() if v.json is not None else _bytes_json(value, encoding)
+    kf = _FORMAT_JSON.get(k.format) or f'"{k.format}"'
+    vf = _FORMAT_JSON.get(v.format) or f'"{v.format}"'
     return (
-        f'{line[:-1]},"key_schema_id":{_int_json(k.schema_id)},"value_schema_id":{_int_json(v.schema_id)},'
+        f'{{"type":"record","file":{file_json},"offset":{r.offset},"position":{batch.position},'
+        f'"timestamp":{r.timestamp},"timestamp_type":"{"LogAppendTime" if batch.timestamp_type == 1 else "CreateTime"}",'
+        f'"key":{kj},"value":{vj},"headers":{hs},"sequence":{r.sequence},'
+        f'"key_size":{-1 if key is None else len(key)},"value_size":{-1 if value is None else len(value)},'
+        f'"key_schema_id":{"null" if k.schema_id is None else k.schema_id},'
+        f'"value_schema_id":{"null" if v.schema_id is None else v.schema_id},'
         f'"key_format":{kf},"value_format":{vf}}}'
     )
 

@@ -10,6 +10,7 @@ file's summary.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import io
 from typing import Any
 
@@ -50,6 +51,22 @@ def work_payloads(
 ) -> tuple[bytes, int, dict[int, int], PayloadTally | None]:
     """One chunk: (bytes, records shown, new findings by severity, the keys' and values' tally)."""
     path, label, events, options, fmt, encoding, _decoder = args
+    payloads = options.payloads
+    assert payloads is not None
+    # Decoded values and records form no reference cycles, yet allocating millions of them sets off
+    # the cyclic collector over and over: pause it for the chunk.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _work(path, label, events, options, fmt, encoding)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _work(
+    path: str, label: str, events: list[Any], options: DumpOptions, fmt: str, encoding: str
+) -> tuple[bytes, int, dict[int, int], PayloadTally | None]:
     payloads = options.payloads
     assert payloads is not None
     expanded = expand_batches(as_path(path), events, options, label, None)

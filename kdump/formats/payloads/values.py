@@ -116,6 +116,11 @@ class JsonWriter:
 
     def dumps(self, obj: Any) -> bytes:
         """Compact JSON of a decoded value (non-finite floats as their text, "nan", "inf")."""
+        return self.dumps_checked(obj, all_finite)
+
+    def dumps_checked(self, obj: Any, finite: Callable[[Any], bool] | None) -> bytes:
+        """`dumps`, where `finite` tells whether a value holds only finite floats (None: it holds
+        no float), for a check cheaper than looking at every part of the value."""
         fast = self._orjson
         if fast is not None:
             try:
@@ -123,17 +128,24 @@ class JsonWriter:
             except TypeError:
                 pass  # an integer beyond 64 bits, a non-string key: the general way below
             else:
-                if b"null" not in out or _finite(obj):
+                # orjson writes NaN and infinities as null: then the value is written the general way.
+                if finite is None or b"null" not in out or finite(obj):
                     return out
         return json.dumps(_plain(obj, self.text), separators=(",", ":")).encode()
 
 
-def _finite(obj: Any) -> bool:
+def all_finite(obj: Any) -> bool:
     """Whether a value holds no NaN or infinity (orjson writes those as null)."""
-    if isinstance(obj, float):
-        return math.isfinite(obj)
-    if isinstance(obj, dict):
-        return all(_finite(v) for v in obj.values())
-    if isinstance(obj, list | tuple):
-        return all(_finite(v) for v in obj)
+    stack = [obj]
+    isfinite = math.isfinite
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is float:
+            if not isfinite(item):
+                return False
+        elif kind is dict:
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
     return True
