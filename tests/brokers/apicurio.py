@@ -25,6 +25,11 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a script: `python tests/brokers/apicurio.py`
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from brokers.cluster import free_port
 from brokers.releases import cache_root
 
@@ -156,3 +161,9 @@ def running_registry(workdir: Path) -> Iterator[Apicurio]:
         yield registry
     finally:
         registry.stop()
+
+
+if __name__ == "__main__":
+    # `python tests/brokers/apicurio.py`: fetch the registry ahead of a test run (CI does), and say
+    # which Java runs it.
+    print(f"Apicurio Registry {VERSION}: {fetch() / 'app'} (Java: {java21()})")
