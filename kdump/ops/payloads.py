@@ -13,6 +13,7 @@ schema and file (how many records, the first offset): never one per record.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +92,7 @@ class PayloadTally:
     """What the keys and values of one file decoded to."""
 
     file: str
-    decoded: dict[str, int] = field(default_factory=dict)  # by format
+    decoded: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))  # by format
     failed: int = 0
     not_framed: int = 0  # `registry` asked, but no schema id in the payload or a header
     unknown_schema: int = 0
@@ -118,7 +119,7 @@ class PayloadTally:
         return {
             "type": "payloads",
             "file": self.file,
-            "decoded": dict(sorted(self.decoded.items())),
+            "decoded": {k: n for k, n in sorted(self.decoded.items()) if n},
             "failed": self.failed,
             "not_framed": self.not_framed,
             "unknown_schema": self.unknown_schema,
@@ -136,6 +137,8 @@ class _Schema(NamedTuple):
     # Whether a decoded value holds only finite floats (orjson writes the others as null); None: it
     # holds no float at all.
     floats: Callable[[Any], bool] | None = values.all_finite
+    # The compiled path: a whole prefixed payload straight to JSON text, None where it declines.
+    compiled: Callable[[bytes], bytes | None] | None = None
 
 
 class PayloadDecoder:
@@ -148,6 +151,9 @@ class PayloadDecoder:
         self._schemas: dict[SchemaRef, _Schema | DecodeError | None] = {}
         # For the common case, by prefixed id: (payload -> JSON, schema id, format) of live schemas.
         self._fast: dict[int, tuple[Callable[[bytes], bytes], int | None, str]] = {}
+        self._last: tuple[bytes, Callable[[bytes], bytes], int | None, str] | None = (
+            None  # prefix, then _fast's
+        )
         self.tally = PayloadTally("")
 
     def take_tally(self, file: str) -> PayloadTally:
@@ -160,12 +166,26 @@ class PayloadDecoder:
         found: list[Finding] = []
         opts = self.options
         key = RAW if opts.key_type == "raw" else self._side(r, r.key, True, opts.key_type, batch, file, found)
-        value = (
-            RAW
-            if opts.value_type == "raw"
-            else self._side(r, r.value, False, opts.value_type, batch, file, found)
-        )
-        return PayloadRecord(r, key, value), found
+        value = r.value
+        kind = opts.value_type
+        if kind == "registry" and value is not None and not r.headers and value[:1] == b"\x00":
+            # The common case first: the same prefixed id as the record before, a live schema.
+            last = self._last
+            if last is None or not value.startswith(last[0]):
+                fast = self._fast.get(int.from_bytes(value[1:5], "big")) if len(value) >= 5 else None
+                last = self._last = None if fast is None else (value[:5], *fast)
+            if last is not None:
+                try:
+                    text = last[1](value)
+                except DecodeError:
+                    pass  # the general way below reports it
+                else:
+                    decoded = self.tally.decoded
+                    decoded[last[3]] += 1
+                    return PayloadRecord(r, key, Decoded(text, last[2], last[3])), found
+        if kind != "raw":
+            return PayloadRecord(r, key, self._side(r, value, False, kind, batch, file, found)), found
+        return PayloadRecord(r, key, RAW), found
 
     def _side(
         self,
@@ -191,11 +211,10 @@ class PayloadDecoder:
                         pass  # the general way below reports it
                     else:
                         decoded = self.tally.decoded
-                        decoded[fmt] = decoded.get(fmt, 0) + 1
+                        decoded[fmt] += 1
                         return Decoded(text, sid, fmt)
         elif (kind == "int32" and len(data) == 4) or (kind == "int64" and len(data) == 8):
-            decoded = self.tally.decoded
-            decoded[kind] = decoded.get(kind, 0) + 1
+            self.tally.decoded[kind] += 1
             return Decoded(str(int.from_bytes(data, "big", signed=True)).encode(), None, kind)
         what = "key" if is_key else "value"
         if kind != "registry":
@@ -205,7 +224,7 @@ class PayloadDecoder:
                 return self._failed(
                     found, r, batch, file, f"{what} at offset {r.offset} is not {kind}: {exc}"
                 )
-            self.tally.decoded[kind] = self.tally.decoded.get(kind, 0) + 1
+            self.tally.decoded[kind] += 1
             return Decoded(text, None, kind)
         carrier = header_value(r.headers, KEY_SCHEMA_ID_HEADER if is_key else VALUE_SCHEMA_ID_HEADER)
         try:
@@ -245,7 +264,7 @@ class PayloadDecoder:
         except DecodeError as exc:
             msg = f"{what} at offset {r.offset} names {framing.ref.label()} ({schema.fmt}) but does not decode: {exc}"
             return self._failed(found, r, batch, file, msg, sid)
-        self.tally.decoded[schema.fmt] = self.tally.decoded.get(schema.fmt, 0) + 1
+        self.tally.decoded[schema.fmt] += 1
         return Decoded(text, sid, schema.fmt)
 
     def _failed(
@@ -277,9 +296,13 @@ class PayloadDecoder:
         if isinstance(built, _Schema) and ref.schema_id is not None:
             prefixed = built.prefixed
             if prefixed is not None and not built.entry.deleted:
-                dumps, check = self.json.dumps_checked, built.floats
+                dumps, check, compiled = self.json.dumps_checked, built.floats, built.compiled
 
                 def render(data: bytes) -> bytes:
+                    if compiled is not None:
+                        out = compiled(data)
+                        if out is not None:
+                            return out
                     return dumps(prefixed(data), check)
 
                 self._fast[ref.schema_id] = (render, built.entry.schema_id, built.fmt)
@@ -334,7 +357,7 @@ def _build(catalog: SchemaCatalog, entry: SchemaEntry) -> _Schema:
         )
     deps = catalog.references_of(entry)
     if fmt == "avro":
-        from kdump.formats.payloads.avro import avro_reader, finite_check
+        from kdump.formats.payloads.avro import avro_json, avro_reader, finite_check
 
         texts = [d.schema for _, d in deps]
         read = avro_reader(entry.schema, texts)
@@ -345,6 +368,7 @@ def _build(catalog: SchemaCatalog, entry: SchemaEntry) -> _Schema:
             entry,
             avro_reader(entry.schema, texts, skip=5),
             floats,
+            avro_json(entry.schema, texts, skip=5),
         )
     proto = _protobuf(entry, [(r.name, d) for r, d in deps])
 

@@ -63,6 +63,11 @@ def record_line(r: Record, batch: BatchHeader | None, file_json: str, encoding: 
 _FORMAT_JSON: dict[str | None, str] = {None: "null"}
 
 
+def _format_json(fmt: str | None) -> str:
+    text = _FORMAT_JSON[fmt] = _encode_string(fmt)
+    return str(text)
+
+
 def payload_record_line(pr: PayloadRecord, batch: BatchHeader | None, file_json: str, encoding: str) -> str:
     """A record with decoded key and value as a JSON line: `rows.payload_record_row`, built directly
     (the decoded values are spliced in as the JSON text they were rendered to once)."""
@@ -84,8 +89,8 @@ def payload_record_line(pr: PayloadRecord, batch: BatchHeader | None, file_json:
         hs = "[]"
     kj = k.json.decode() if k.json is not None else _bytes_json(key, encoding)
     vj = v.json.decode() if v.json is not None else _bytes_json(value, encoding)
-    kf = _FORMAT_JSON.get(k.format) or f'"{k.format}"'
-    vf = _FORMAT_JSON.get(v.format) or f'"{v.format}"'
+    kf = _FORMAT_JSON.get(k.format) or _format_json(k.format)
+    vf = _FORMAT_JSON.get(v.format) or _format_json(v.format)
     return (
         f'{{"type":"record","file":{file_json},"offset":{r.offset},"position":{batch.position},'
         f'"timestamp":{r.timestamp},"timestamp_type":"{"LogAppendTime" if batch.timestamp_type == 1 else "CreateTime"}",'

@@ -12,20 +12,26 @@ from __future__ import annotations
 import dataclasses
 import gc
 import io
+import json
 from typing import Any
 
 from kdump.findings import Finding
+from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.dump import DumpOptions, expand_batches
+from kdump.ops.dump import DumpOptions, batches_span, expand_batches
 from kdump.ops.files import FileStart
 from kdump.ops.payloads import (
+    PayloadDecoder,
     PayloadRecord,
     PayloadTally,
     attach_payloads,
     count_findings,
     registered_decoder,
 )
+from kdump.render import rows
 from kdump.scan.events import ScanSummary
+from kdump.scan.log_scanner import decode_batch_records
+from kdump.scan.source import open_buffer
 from kdump.store.queries import as_path
 
 
@@ -64,11 +70,18 @@ def work_payloads(
             gc.enable()
 
 
+# Whether a chunk with nothing but decoding to do takes the direct loop (`_direct`); tests turn it
+# off to hold the two ways byte-identical.
+DIRECT = True
+
+
 def _work(
     path: str, label: str, events: list[Any], options: DumpOptions, fmt: str, encoding: str
 ) -> tuple[bytes, int, dict[int, int], PayloadTally | None]:
     payloads = options.payloads
     assert payloads is not None
+    if DIRECT and payloads.decoding and payloads.where is None and not options.filter.active:
+        return _direct(path, label, events, fmt, encoding, registered_decoder(payloads))
     expanded = expand_batches(as_path(path), events, options, label, None)
     counts: dict[int, int] = {}
     for e in events:
@@ -104,3 +117,71 @@ def finish_payloads(
     decoder.tally = dataclasses.replace(tally, file=label)
     tail = decoder.finish(label)
     return count_findings(summary, [f for f in tail if isinstance(f, Finding)]), tail
+
+
+def _direct(
+    path: str, label: str, events: list[Any], fmt: str, encoding: str, decoder: PayloadDecoder
+) -> tuple[bytes, int, dict[int, int], PayloadTally | None]:
+    """`_work` for a chunk whose records are all shown: each batch's records decoded and their lines
+    written in one loop, in the order the general way writes them (batch, the findings of its
+    records, then each record after the findings of its key and value)."""
+    from kdump.render import jsonl, text
+
+    file_json = json.dumps(label)
+    parts: list[str] = []
+    counts: dict[int, int] = {}
+    records = 0
+    decoder.take_tally(label)
+    decode = decoder.decode
+    if fmt == "json":
+
+        def batch_line(h: BatchHeader) -> str:
+            return jsonl.batch_line(h, file_json)
+
+        def plain(r: Record, h: BatchHeader) -> str:
+            return jsonl.record_line(r, h, file_json, encoding)
+
+        def decoded(pr: PayloadRecord, h: BatchHeader) -> str:
+            return jsonl.payload_record_line(pr, h, file_json, encoding)
+
+        def finding(f: Finding) -> str:
+            return json.dumps(rows.finding_row(f), separators=(",", ":"))
+    else:
+        batch_line = text.batch_line
+
+        def plain(r: Record, h: BatchHeader) -> str:
+            return text.record_line(r, h, encoding)
+
+        def decoded(pr: PayloadRecord, h: BatchHeader) -> str:
+            return text.payload_record_line(pr, h, encoding)
+
+        finding = text.finding_line
+    append = parts.append
+    with open_buffer(as_path(path), span=batches_span(events)) as buf:
+        for ev in events:
+            if not isinstance(ev, BatchHeader):
+                append(
+                    finding(ev)
+                    if isinstance(ev, Finding)
+                    else _render([ev], label, fmt, encoding).decode()[:-1]
+                )
+                continue
+            recs, found = decode_batch_records(buf, ev, label)
+            append(batch_line(ev))
+            for f in found:
+                counts[f.severity] = counts.get(f.severity, 0) + 1
+                append(finding(f))
+            records += len(recs)
+            if ev.is_control:
+                for r in recs:
+                    append(plain(r, ev))
+                continue
+            for r in recs:
+                pr, fs = decode(r, ev, label)
+                for f in fs:
+                    counts[f.severity] = counts.get(f.severity, 0) + 1
+                    append(finding(f))
+                append(decoded(pr, ev))
+    if parts:
+        parts.append("")
+    return "\n".join(parts).encode("utf-8"), records, counts, decoder.take_tally(label)

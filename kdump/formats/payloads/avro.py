@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -103,3 +104,96 @@ def finite_check(schema: str, references: Sequence[str] = ()) -> Callable[[Any],
         return True
 
     return check
+
+
+def _compiled() -> Any:
+    """The compiled Avro-to-JSON module, or None (not built, or `KDUMP_PURE_PYTHON=1`)."""
+    from kdump.formats import fast_records
+
+    if os.environ.get(fast_records.PURE_PYTHON_ENV, "") not in ("", "0"):
+        return None
+    try:
+        from kdump.formats import _avrojson
+    except ImportError:
+        return None
+    return _avrojson
+
+
+_PRIMITIVES = {"null": 0, "boolean": 1, "int": 2, "long": 3, "float": 4, "double": 5, "string": 6}
+_ENUM, _RECORD, _ARRAY, _MAP, _UNION = 7, 8, 9, 10, 11
+
+
+class _NotCompiled(Exception):
+    """A schema part the compiled path does not take (bytes, fixed, logical types, recursion)."""
+
+
+def _program(schema: Any, named: dict[str, Any], namespace: str, defining: set[str]) -> tuple[Any, ...]:
+    """The tuple tree `_avrojson.to_json` walks (see there)."""
+    import orjson
+
+    def full(name: str, ns: str) -> str:
+        return name if "." in name or not ns else f"{ns}.{name}"
+
+    if isinstance(schema, str):
+        if schema in _PRIMITIVES:
+            return (_PRIMITIVES[schema],)
+        key = full(schema, namespace)
+        for candidate in (key, schema):
+            if candidate in defining:
+                raise _NotCompiled("a recursive type")
+            if candidate in named:
+                found: tuple[Any, ...] = named[candidate]
+                return found
+        raise _NotCompiled(f"unknown type {schema!r}")
+    if isinstance(schema, list):
+        return (_UNION, tuple(_program(b, named, namespace, defining) for b in schema))
+    if not isinstance(schema, dict) or "logicalType" in schema:
+        raise _NotCompiled("a logical type")
+    kind = schema.get("type")
+    if kind in ("record", "error", "enum"):
+        name = full(str(schema["name"]), str(schema.get("namespace", namespace)))
+        inner_ns = name.rpartition(".")[0]
+        if kind == "enum":
+            node: tuple[Any, ...] = (_ENUM, tuple(orjson.dumps(str(s)) for s in schema["symbols"]))
+        else:
+            defining.add(name)
+            fields = []
+            for i, f in enumerate(schema.get("fields", [])):
+                prefix = ("{" if i == 0 else ",").encode() + orjson.dumps(str(f["name"])) + b":"
+                fields.append((prefix, _program(f["type"], named, inner_ns, defining)))
+            defining.discard(name)
+            node = (_RECORD, tuple(fields))
+        named[name] = node
+        return node
+    if kind == "array":
+        return (_ARRAY, _program(schema["items"], named, namespace, defining))
+    if kind == "map":
+        return (_MAP, _program(schema["values"], named, namespace, defining))
+    if kind in _PRIMITIVES:
+        return (_PRIMITIVES[kind],)
+    raise _NotCompiled(f"type {kind!r}")
+
+
+def avro_json(
+    schema: str, references: Sequence[str] = (), skip: int = 0
+) -> Callable[[bytes], bytes | None] | None:
+    """The compiled path: a function writing one Avro value (after `skip` bytes) as the JSON text
+    `avro_reader` and `values.JsonWriter` give, or None where it declines; None when the module
+    is not there or the schema holds a part it does not take."""
+    compiled = _compiled()
+    if compiled is None:
+        return None
+    named: dict[str, Any] = {}
+    try:
+        for text in references:
+            _program(json.loads(text), named, "", set())
+        program = _program(json.loads(schema), named, "", set())
+    except (_NotCompiled, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    to_json = compiled.to_json
+
+    def render(data: bytes) -> bytes | None:
+        out: bytes | None = to_json(data, program, skip)
+        return out
+
+    return render
