@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-fastavro = pytest.importorskip("fastavro", reason="decoding Avro needs the payloads extra")
+pytest.importorskip("fastavro", reason="decoding Avro needs the payloads extra")
+
+import fastavro
 
 from kdump.errors import DecodeError
 from kdump.formats.payloads.avro import _compiled, avro_json, avro_reader
