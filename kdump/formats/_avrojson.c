@@ -221,11 +221,11 @@ static int value(In *in, Out *o, PyObject *node, int depth) {
     }
 }
 
-static PyObject *to_json(PyObject *self, PyObject *args) {
+static PyObject *to_json(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer data;
     PyObject *program;
     Py_ssize_t skip;
-    if (!PyArg_ParseTuple(args, "y*On", &data, &program, &skip)) return NULL;
+    if (!PyArg_ParseTuple(args, "Ony*", &program, &skip, &data)) return NULL;
     if (skip < 0 || skip > data.len) {
         PyBuffer_Release(&data);
         Py_RETURN_NONE;
@@ -243,10 +243,10 @@ static PyObject *to_json(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"to_json", to_json, METH_VARARGS,
-     "to_json(data, program, skip) -> bytes | None: the Avro value after `skip` bytes as JSON, or None."},
+     "to_json(program, skip, data) -> bytes | None: the Avro value after `skip` bytes as JSON, or None."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_avrojson", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_avrojson", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__avrojson(void) { return PyModule_Create(&module); }

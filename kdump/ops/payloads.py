@@ -129,6 +129,9 @@ class PayloadTally:
         }
 
 
+_Fast = tuple[Callable[[bytes], "bytes | None"] | None, Callable[[bytes], bytes], int | None, str]
+
+
 class _Schema(NamedTuple):
     fmt: str
     decode: Callable[[bytes, Framing, bytes], Any]  # (payload, framing, header or payload) -> value
@@ -150,10 +153,13 @@ class PayloadDecoder:
         self.json = values.JsonWriter(encoding)
         self._schemas: dict[SchemaRef, _Schema | DecodeError | None] = {}
         # For the common case, by prefixed id: (payload -> JSON, schema id, format) of live schemas.
-        self._fast: dict[int, tuple[Callable[[bytes], bytes], int | None, str]] = {}
-        self._last: tuple[bytes, Callable[[bytes], bytes], int | None, str] | None = (
-            None  # prefix, then _fast's
-        )
+        # For the common case, by prefixed id, of live schemas: the compiled path (or None), the
+        # reference (payload -> JSON), the schema id and the format; and the last one used, by prefix.
+        self._fast: dict[int, _Fast] = {}
+        self._last: (
+            tuple[bytes, Callable[[bytes], bytes | None] | None, Callable[[bytes], bytes], int | None, str]
+            | None
+        ) = None
         self.tally = PayloadTally("")
 
     def take_tally(self, file: str) -> PayloadTally:
@@ -165,7 +171,15 @@ class PayloadDecoder:
         """A record's key and value decoded, and the findings of those that did not decode."""
         found: list[Finding] = []
         opts = self.options
-        key = RAW if opts.key_type == "raw" else self._side(r, r.key, True, opts.key_type, batch, file, found)
+        kind = opts.key_type
+        k = r.key
+        if kind == "raw":
+            key = RAW
+        elif k is not None and ((kind == "int32" and len(k) == 4) or (kind == "int64" and len(k) == 8)):
+            self.tally.decoded[kind] += 1
+            key = Decoded(str(int.from_bytes(k, "big", signed=True)).encode(), None, kind)
+        else:
+            key = self._side(r, k, True, kind, batch, file, found)
         value = r.value
         kind = opts.value_type
         if kind == "registry" and value is not None and not r.headers and value[:1] == b"\x00":
@@ -175,14 +189,16 @@ class PayloadDecoder:
                 fast = self._fast.get(int.from_bytes(value[1:5], "big")) if len(value) >= 5 else None
                 last = self._last = None if fast is None else (value[:5], *fast)
             if last is not None:
-                try:
-                    text = last[1](value)
-                except DecodeError:
-                    pass  # the general way below reports it
-                else:
-                    decoded = self.tally.decoded
-                    decoded[last[3]] += 1
-                    return PayloadRecord(r, key, Decoded(text, last[2], last[3])), found
+                compiled = last[1]
+                text = compiled(value) if compiled is not None else None
+                if text is None:
+                    try:
+                        text = last[2](value)
+                    except DecodeError:
+                        text = None  # the general way below reports it
+                if text is not None:
+                    self.tally.decoded[last[4]] += 1
+                    return PayloadRecord(r, key, Decoded(text, last[3], last[4])), found
         if kind != "raw":
             return PayloadRecord(r, key, self._side(r, value, False, kind, batch, file, found)), found
         return PayloadRecord(r, key, RAW), found
@@ -199,21 +215,7 @@ class PayloadDecoder:
     ) -> Decoded:
         if data is None:
             return RAW
-        if kind == "registry":
-            if not r.headers and len(data) >= 5 and data[0] == 0:
-                # The common case first: a prefixed id of a live schema already built, that decodes.
-                fast = self._fast.get(int.from_bytes(data[1:5], "big"))
-                if fast is not None:
-                    render, sid, fmt = fast
-                    try:
-                        text = render(data)
-                    except DecodeError:
-                        pass  # the general way below reports it
-                    else:
-                        decoded = self.tally.decoded
-                        decoded[fmt] += 1
-                        return Decoded(text, sid, fmt)
-        elif (kind == "int32" and len(data) == 4) or (kind == "int64" and len(data) == 8):
+        if (kind == "int32" and len(data) == 4) or (kind == "int64" and len(data) == 8):
             self.tally.decoded[kind] += 1
             return Decoded(str(int.from_bytes(data, "big", signed=True)).encode(), None, kind)
         what = "key" if is_key else "value"
@@ -296,16 +298,12 @@ class PayloadDecoder:
         if isinstance(built, _Schema) and ref.schema_id is not None:
             prefixed = built.prefixed
             if prefixed is not None and not built.entry.deleted:
-                dumps, check, compiled = self.json.dumps_checked, built.floats, built.compiled
+                dumps, check = self.json.dumps_checked, built.floats
 
                 def render(data: bytes) -> bytes:
-                    if compiled is not None:
-                        out = compiled(data)
-                        if out is not None:
-                            return out
                     return dumps(prefixed(data), check)
 
-                self._fast[ref.schema_id] = (render, built.entry.schema_id, built.fmt)
+                self._fast[ref.schema_id] = (built.compiled, render, built.entry.schema_id, built.fmt)
         return built
 
     def finish(self, file: str) -> list[Any]:

@@ -4,6 +4,7 @@ once, then each value read without a schema in front, as the registry's serializ
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import math
@@ -190,10 +191,5 @@ def avro_json(
         program = _program(json.loads(schema), named, "", set())
     except (_NotCompiled, ValueError, KeyError, TypeError, AttributeError):
         return None
-    to_json = compiled.to_json
-
-    def render(data: bytes) -> bytes | None:
-        out: bytes | None = to_json(data, program, skip)
-        return out
-
+    render: Callable[[bytes], bytes | None] = functools.partial(compiled.to_json, program, skip)
     return render
