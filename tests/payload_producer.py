@@ -183,7 +183,8 @@ def _proto_classes(workdir: Path) -> dict[str, Any]:
     return {"Order": order.Order, "Header": order.Header}
 
 
-def _schemas_key(keytype: str, subject: str | None = None, version: int | None = None) -> bytes:
+def schemas_key(keytype: str, subject: str | None = None, version: int | None = None) -> bytes:
+    """A `_schemas` key as Confluent's registry writes it (Jackson's field order, nulls left out)."""
     key: dict[str, Any] = {"keytype": keytype}
     if subject is not None:
         key["subject"] = subject
@@ -193,7 +194,7 @@ def _schemas_key(keytype: str, subject: str | None = None, version: int | None =
     return json.dumps(key, separators=(",", ":")).encode()
 
 
-def _schema_value(
+def schema_value(
     subject: str,
     version: int,
     sid: int,
@@ -321,8 +322,8 @@ def _write_schemas_topic(cluster: Any, client: Any, producer: Any, out: Produced
     def put(key: bytes, value: bytes | None) -> None:
         producer.produce("_schemas", key=key, value=value)
 
-    put(_schemas_key("NOOP"), None)
-    put(_schemas_key("CONFIG"), b'{"compatibilityLevel":"BACKWARD"}')
+    put(schemas_key("NOOP"), None)
+    put(schemas_key("CONFIG"), b'{"compatibilityLevel":"BACKWARD"}')
     for sid, subject, version, schema in versions:
         out.ids[subject] = sid
         text = schema.schema_str
@@ -334,30 +335,30 @@ def _write_schemas_topic(cluster: Any, client: Any, producer: Any, out: Produced
             text = texts.get(subject, ORDER_PROTO)
             md5 = base64.b64encode(confluent_md5(schema.schema_str, schema.references or [])).decode()
         refs = [{"name": r.name, "subject": r.subject, "version": r.version} for r in schema.references or []]
-        value = _schema_value(subject, version, sid, schema.schema_type or "AVRO", refs, text, False, md5)
-        put(_schemas_key("SCHEMA", subject, version), value)
+        value = schema_value(subject, version, sid, schema.schema_type or "AVRO", refs, text, False, md5)
+        put(schemas_key("SCHEMA", subject, version), value)
     producer.flush(60)
     by_subject = {subject: (sid, version, schema) for sid, subject, version, schema in versions}
     # retired-data-value: the whole subject soft-deleted (DELETE_SUBJECT, up to its version).
     sid, version, schema = by_subject["retired-data-value"]
     put(
-        _schemas_key("DELETE_SUBJECT", "retired-data-value"),
+        schemas_key("DELETE_SUBJECT", "retired-data-value"),
         json.dumps({"subject": "retired-data-value", "version": version}, separators=(",", ":")).encode(),
     )
     # gone-value: soft-deleted (the value again, deleted), then hard-deleted (a tombstone).
     sid, version, schema = by_subject["gone-value"]
     put(
-        _schemas_key("SCHEMA", "gone-value", version),
-        _schema_value("gone-value", version, sid, "AVRO", [], schema.schema_str, True),
+        schemas_key("SCHEMA", "gone-value", version),
+        schema_value("gone-value", version, sid, "AVRO", [], schema.schema_str, True),
     )
-    put(_schemas_key("SCHEMA", "gone-value", version), None)
+    put(schemas_key("SCHEMA", "gone-value", version), None)
     producer.flush(60)
     node = cluster.nodes[0]
     part = node.log_dir / "_schemas-0"
     shutil.copytree(part, out.schemas_before)
     # Roll the segment (segment.ms) so the cleaner may compact it, then wait for it to.
     time.sleep(0.5)
-    put(_schemas_key("NOOP"), None)
+    put(schemas_key("NOOP"), None)
     producer.flush(60)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:

@@ -89,11 +89,7 @@ def record_line(r: Record, batch: BatchHeader | None, encoding: str) -> str:
     if r.value is not None:
         parts.append(f"payload: {rows.encode_bytes(r.value, encoding)}")
     if r.headers:
-        shown = ", ".join(
-            f"{k.decode('utf-8', 'backslashreplace')}={'null' if v is None else rows.encode_bytes(v, encoding)}"
-            for k, v in r.headers
-        )
-        parts.append(f"headers: [{shown}]")
+        parts.append(headers_text(r, encoding))
     return " ".join(parts)
 
 
@@ -111,11 +107,7 @@ def payload_record_line(pr: PayloadRecord, batch: BatchHeader | None, encoding: 
         elif data is not None:
             parts.append(f"{label}: {rows.encode_bytes(data, encoding)}")
     if r.headers:
-        shown = ", ".join(
-            f"{k.decode('utf-8', 'backslashreplace')}={'null' if v is None else rows.encode_bytes(v, encoding)}"
-            for k, v in r.headers
-        )
-        parts.append(f"headers: [{shown}]")
+        parts.append(headers_text(r, encoding))
     return " ".join(parts)
 
 
@@ -131,6 +123,15 @@ def payload_tally_line(t: PayloadTally) -> str:
     if t.deleted:
         line += f"; deleted: {', '.join(sorted(t.deleted))}"
     return line
+
+
+def headers_text(r: Record, encoding: str) -> str:
+    """`headers: [k=v, ...]`, values in `encoding` (null for a null value)."""
+    shown = ", ".join(
+        f"{k.decode('utf-8', 'backslashreplace')}={'null' if v is None else rows.encode_bytes(v, encoding)}"
+        for k, v in r.headers
+    )
+    return f"headers: [{shown}]"
 
 
 def finding_line(f: Finding) -> str:

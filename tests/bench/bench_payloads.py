@@ -51,6 +51,7 @@ def make(root: Path, n: int) -> None:
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from builders import SegmentBuilder
+    from payload_producer import schema_value, schemas_key
 
     from kdump.formats.constants import Codec
     from kdump.formats.records import NewRecord
@@ -86,11 +87,9 @@ def make(root: Path, n: int) -> None:
     logdir = root / "logdir"
     seg.write(logdir / "orders-0")
     schemas = SegmentBuilder()
-    key = json.dumps({"keytype": "SCHEMA", "subject": "orders-value", "version": 1, "magic": 1}).encode()
-    value = json.dumps(
-        {"subject": "orders-value", "version": 1, "id": 1, "schema": json.dumps(SCHEMA), "deleted": False}
-    )
-    schemas.add_v2([NewRecord(key, value.encode(), 1_700_000_000_000, ())])
+    key = schemas_key("SCHEMA", "orders-value", 1)
+    value = schema_value("orders-value", 1, 1, "AVRO", [], json.dumps(SCHEMA), False)
+    schemas.add_v2([NewRecord(key, value, 1_700_000_000_000, ())])
     schemas.write(logdir / "_schemas-0")
     print(f"wrote {n} records to {logdir}")
 

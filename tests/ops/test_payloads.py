@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 pytest.importorskip("fastavro", reason="decoding payloads needs the payloads extra")
 
 from builders import SegmentBuilder
+from payload_producer import schemas_key as _key
 
 from kdump.errors import DecodeError
 from kdump.formats.batch import BatchHeader
@@ -48,16 +49,6 @@ def _avro(value: dict[str, Any], sid: int = 1) -> bytes:
     b = io.BytesIO()
     fastavro.schemaless_writer(b, fastavro.parse_schema(json.loads(AVRO)), value)
     return b"\x00" + sid.to_bytes(4, "big") + b.getvalue()
-
-
-def _key(keytype: str, subject: str | None = None, version: int | None = None) -> bytes:
-    k: dict[str, Any] = {"keytype": keytype}
-    if subject is not None:
-        k["subject"] = subject
-    if version is not None:
-        k["version"] = version
-    k["magic"] = 1 if keytype == "SCHEMA" else 0
-    return json.dumps(k).encode()
 
 
 def _value(subject: str, version: int, sid: int, schema: str, deleted: bool = False, **extra: Any) -> bytes:

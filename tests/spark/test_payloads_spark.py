@@ -15,6 +15,7 @@ from click.testing import Result
 pytest.importorskip("fastavro", reason="decoding payloads needs the payloads extra")
 
 from builders import SegmentBuilder
+from payload_producer import schema_value, schemas_key
 
 from kdump.formats.constants import Codec
 from kdump.formats.records import NewRecord
@@ -49,11 +50,9 @@ def log_dir(tmp_path: Path) -> Path:
     seg.add_v2([NewRecord(b"k", b"\x00\x00\x00\x00\x09\xff", 1_700_000_000_100, ())])  # does not decode
     seg.write(root / "orders-0")
     schemas = SegmentBuilder()
-    key = json.dumps({"keytype": "SCHEMA", "subject": "orders-value", "version": 1, "magic": 1}).encode()
-    value = json.dumps(
-        {"subject": "orders-value", "version": 1, "id": 9, "schema": json.dumps(AVRO), "deleted": False}
-    )
-    schemas.add_v2([NewRecord(key, value.encode(), 1_700_000_000_000, ())])
+    key = schemas_key("SCHEMA", "orders-value", 1)
+    value = schema_value("orders-value", 1, 9, "AVRO", [], json.dumps(AVRO), False)
+    schemas.add_v2([NewRecord(key, value, 1_700_000_000_000, ())])
     schemas.write(root / "_schemas-0")
     return root
 

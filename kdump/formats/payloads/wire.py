@@ -21,6 +21,7 @@ import uuid
 from typing import NamedTuple
 
 from kdump.errors import DecodeError
+from kdump.formats.varint import decode_varint
 
 KEY_SCHEMA_ID_HEADER = b"__key_schema_id"
 VALUE_SCHEMA_ID_HEADER = b"__value_schema_id"
@@ -86,36 +87,21 @@ def header_value(headers: tuple[tuple[bytes, bytes | None], ...], name: bytes) -
     return None
 
 
-def _zigzag_varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(data):
-            raise DecodeError("message-index list runs past the end of the payload")
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 28:
-            raise DecodeError("message-index varint longer than 5 bytes")
-    return (value >> 1) ^ -(value & 1), pos
-
-
 def message_indexes(data: bytes, pos: int) -> tuple[list[int], int]:
     """The Protobuf message-index list at `pos`, and the position after it.
 
     Raises:
-        DecodeError: a truncated list, a negative count or index, or a count the bytes cannot hold.
+        DecodeError: a truncated list (or a varint over 5 bytes), a negative count or index, or a
+            count the bytes cannot hold.
     """
-    count, pos = _zigzag_varint(data, pos)
+    count, pos = decode_varint(data, pos)
     if count == 0:
         return [0], pos
     if count < 0 or count > len(data) - pos:
         raise DecodeError(f"message-index count {count} does not fit the {len(data) - pos} bytes left")
     out = []
     for _ in range(count):
-        index, pos = _zigzag_varint(data, pos)
+        index, pos = decode_varint(data, pos)
         if index < 0:
             raise DecodeError(f"negative message index {index}")
         out.append(index)
