@@ -52,6 +52,9 @@ def schemas_command(paths: tuple[str, ...], fmt: str, show_schema: bool, write_d
     given = [Path(p) for p in paths]
     try:
         parts = schemas_partitions(given)
+        if not parts:
+            diag(f"no _schemas partition in {', '.join(paths)}")
+            sys.exit(ExitCode.UNREADABLE)
         log, findings = read_schemas_log(parts)
     except KdumpError as exc:
         diag(str(exc))
