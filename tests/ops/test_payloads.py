@@ -330,3 +330,58 @@ def test_a_missing_library_is_one_sentence_and_exit_3(
     result = kdump("dump", "--where", ".value", str(root / "orders-0"))
     assert result.exit_code == 3
     assert result.stderr.strip() == "kdump: --where needs jq: pip install 'kdump[payloads]'"
+
+
+def test_local_proto_file_with_an_import_beside_it(kdump: Callable[..., Result], tmp_path: Path) -> None:
+    pytest.importorskip("grpc_tools", reason="needs grpcio-tools (the payloads extra)")
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    from kdump.ops.proto_text import compile_proto
+
+    schemas = tmp_path / "schemas"
+    schemas.mkdir()
+    (schemas / "money.proto").write_text('syntax = "proto3"; package m; message Money { int64 units = 1; }')
+    (schemas / "order.proto").write_text(
+        'syntax = "proto3"; package o; import "money.proto"; message Order { m.Money total = 1; string id = 2; }'
+    )
+    files = compile_proto("order.proto", {}, {}, schemas)
+    pool = descriptor_pool.DescriptorPool()
+    for name in ("money.proto", "order.proto"):
+        pool.Add(descriptor_pb2.FileDescriptorProto.FromString(files[name]))
+    order = message_factory.GetMessageClass(pool.FindMessageTypeByName("o.Order"))(id="x-1")
+    order.total.units = 12
+    value = b"\x00\x00\x00\x00\x21\x00" + order.SerializeToString()
+    root = _logdir(tmp_path, [NewRecord(None, value, 1_700_000_000_000, ())], [])
+    result = kdump(
+        "dump", "--format", "json", "--schema-file", f"33={schemas / 'order.proto'}", str(root / "orders-0")
+    )  # fmt: skip
+    (record,) = _rows(result, "record")
+    assert record["value"] == {"total": {"units": "12"}, "id": "x-1"}
+    assert (record["value_schema_id"], record["value_format"]) == (33, "protobuf")
+
+
+def test_registry_credentials_come_from_the_environment_only() -> None:
+    import base64
+
+    from kdump.ops.registry_client import RegistryClient
+
+    basic = RegistryClient("http://r", {"KDUMP_REGISTRY_USER": "u", "KDUMP_REGISTRY_PASSWORD": "p:w"})
+    assert basic.headers["Authorization"] == "Basic " + base64.b64encode(b"u:p:w").decode()
+    token = RegistryClient("http://r/", {"KDUMP_REGISTRY_TOKEN": "t0k", "KDUMP_REGISTRY_USER": "u"})
+    assert token.headers["Authorization"] == "Bearer t0k"
+    assert token.url == "http://r"
+    assert "Authorization" not in RegistryClient("http://r", {}).headers
+
+
+def test_an_unreachable_registry_is_exit_3(kdump: Callable[..., Result], tmp_path: Path) -> None:
+    import socket
+
+    root = _logdir(tmp_path, [NewRecord(None, _avro({"a": 1, "b": None}, sid=5), 1_700_000_000_000, ())], [])
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = kdump(
+        "dump", "--registry", f"http://127.0.0.1:{port}", "--schema-order", "registry", str(root / "orders-0")
+    )
+    assert result.exit_code == 3
+    assert "cannot reach it" in result.stderr
