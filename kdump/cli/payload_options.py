@@ -9,8 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from kdump.cli.output import diag
-from kdump.ops.payloads import TYPES, PayloadOptions
-from kdump.ops.schema_catalog import SOURCES
+from kdump.ops.payload_events import SOURCES, TYPES, PayloadOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 

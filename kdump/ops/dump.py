@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.batch import BatchHeader
@@ -22,11 +23,13 @@ from kdump.model.segment import Segment
 from kdump.model.segment_view import SegmentView
 from kdump.ops.files import Entry, FileStart
 from kdump.ops.internal import InternalRecord, attach_decoded, choose_decoder
-from kdump.ops.payloads import PayloadOptions, attach_payloads, registered_decoder
 from kdump.ops.state_files import dump_state_file
 from kdump.scan.events import Event, ScanSummary
 from kdump.scan.log_scanner import decode_batch_records, scan_log
 from kdump.scan.source import open_buffer
+
+if TYPE_CHECKING:
+    from kdump.ops.payload_events import PayloadOptions
 
 DumpEvent = Event | FileStart | Entry | InternalRecord
 
@@ -163,6 +166,8 @@ def dump_item(item: DumpItem, options: DumpOptions) -> Iterator[DumpEvent]:
         decoded = attach_decoded(events, item.decoder if options.records else None, item.label)
         payloads = options.payloads
         if payloads is not None and payloads.decoding and options.records and item.decoder is None:
+            from kdump.ops.payloads import attach_payloads, registered_decoder
+
             decoded = attach_payloads(decoded, registered_decoder(payloads), item.label)
         yield from decoded
     else:

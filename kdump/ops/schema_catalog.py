@@ -20,9 +20,9 @@ from kdump.formats.batch import BatchHeader
 from kdump.formats.payloads.schemas_topic import LIVE, Reference, SchemasLog, SchemaVersion, schema_guid
 from kdump.formats.payloads.wire import SchemaRef
 from kdump.formats.records import Record
+from kdump.ops.payload_events import SOURCES
 from kdump.ops.registry_client import RegistryClient
 
-SOURCES = ("topic", "files", "registry")
 SCHEMAS_TOPIC = "_schemas"
 _FILE_TYPES = {".avsc": "AVRO", ".proto": "PROTOBUF", ".json": "JSON"}
 

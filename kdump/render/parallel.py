@@ -31,7 +31,7 @@ from kdump.formats.records import Record
 from kdump.ops.dump import DumpEvent, DumpOptions, batches_span, expand_batches
 from kdump.ops.files import FileStart
 from kdump.ops.internal import InternalRecord
-from kdump.ops.payloads import PayloadTally
+from kdump.ops.payload_events import PayloadTally
 from kdump.ops.workers import worker_pool
 from kdump.render import fast_lines
 from kdump.scan.events import ScanSummary

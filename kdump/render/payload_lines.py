@@ -20,14 +20,8 @@ from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.dump import DumpOptions, batches_span, expand_batches
 from kdump.ops.files import FileStart
-from kdump.ops.payloads import (
-    PayloadDecoder,
-    PayloadRecord,
-    PayloadTally,
-    attach_payloads,
-    count_findings,
-    registered_decoder,
-)
+from kdump.ops.payload_events import PayloadRecord, PayloadTally
+from kdump.ops.payloads import PayloadDecoder, attach_payloads, count_findings, registered_decoder
 from kdump.render import rows
 from kdump.scan.events import ScanSummary
 from kdump.scan.log_scanner import decode_batch_records

@@ -17,7 +17,7 @@ from kdump.formats.control import decode_control_key, decode_end_txn_marker
 from kdump.formats.records import Record
 from kdump.ops.files import Entry, FileStart
 from kdump.ops.internal import InternalRecord
-from kdump.ops.payloads import PayloadRecord
+from kdump.ops.payload_events import PayloadRecord
 from kdump.scan.events import ScanSummary
 
 ENCODINGS = ("utf8", "hex", "base64")

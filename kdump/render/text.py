@@ -17,7 +17,7 @@ from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.files import Entry, FileStart
 from kdump.ops.internal import InternalRecord
-from kdump.ops.payloads import PayloadRecord, PayloadTally
+from kdump.ops.payload_events import PayloadRecord, PayloadTally
 from kdump.render import rows
 from kdump.scan.events import ScanSummary
 

@@ -12,7 +12,7 @@ from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.files import FileStart
 from kdump.ops.internal import InternalRecord
-from kdump.ops.payloads import PayloadRecord
+from kdump.ops.payload_events import PayloadRecord
 from kdump.render import jsonl, rows
 
 
