@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -139,12 +140,7 @@ def dump_command(
     if transactions_view:
         _show_transactions(targets, fmt)
         sys.exit(ExitCode.UNREADABLE if failed else ExitCode.OK)
-    events = dump_targets(targets, options)
-    if payloads is not None and payloads.where is not None:
-        from kdump.ops.where import compile_where
-        from kdump.render.where_filter import filter_where
-
-        events = filter_where(events, compile_where(payloads.where), encoding)
+    events = _where(dump_targets(targets, options), options, encoding)
     workers = jobs or os.cpu_count() or 1
     try:
         if options.records and fmt != "rich" and (workers > 1 or _compiled_records()):
@@ -198,9 +194,19 @@ def _dump_parallel(
             jobs = workers if size >= PARALLEL_MIN_BYTES else 1
             write_parallel(logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=jobs)
         elif fmt == "json":
-            write_jsonl(dump_item(item, options), sys.stdout, encoding=encoding)
+            write_jsonl(_where(dump_item(item, options), options, encoding), sys.stdout, encoding=encoding)
         else:
-            write_text(dump_item(item, options), sys.stdout, encoding=encoding)
+            write_text(_where(dump_item(item, options), options, encoding), sys.stdout, encoding=encoding)
+
+
+def _where(events: Iterator[DumpEvent], options: DumpOptions, encoding: str) -> Iterator[Any]:
+    """The events, with only the records `--where` keeps (all of them without it)."""
+    if options.payloads is None or options.payloads.where is None:
+        return events
+    from kdump.ops.where import compile_where
+    from kdump.render.where_filter import filter_where
+
+    return filter_where(events, compile_where(options.payloads.where), encoding)
 
 
 def _show_transactions(targets: list[Target], fmt: str) -> None:

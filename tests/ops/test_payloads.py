@@ -293,8 +293,15 @@ def _batch() -> BatchHeader:
     return decode_v2_header(data, 0, len(data))
 
 
-def test_where_keeps_what_jq_select_keeps(kdump: Callable[..., Result], tmp_path: Path) -> None:
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "reference"])
+def test_where_keeps_what_jq_select_keeps(
+    kdump: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
     pytest.importorskip("jq", reason="--where needs jq (the payloads extra)")
+    if not compiled:  # the sequential reference path of small logs
+        from kdump.formats import fast_records
+
+        monkeypatch.setattr(fast_records, "compiled", None)
     recs = [
         NewRecord(
             f"k{i}".encode(), f'{{"n":{i}}}'.encode(), 1_700_000_000_000 + i, ((b"h", str(i % 2).encode()),)
