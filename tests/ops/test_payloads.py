@@ -392,3 +392,50 @@ def test_an_unreachable_registry_is_exit_3(kdump: Callable[..., Result], tmp_pat
     )
     assert result.exit_code == 3
     assert "cannot reach it" in result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_the_direct_loop_writes_what_the_general_way_writes(
+    kdump: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    from kdump.formats.constants import Codec
+    from kdump.render import payload_lines
+
+    seg = SegmentBuilder()
+    ts = 1_700_000_000_000
+    seg.add_v2(
+        [
+            NewRecord(struct.pack(">i", i), _avro({"a": i, "b": None if i % 2 else "x\n\u00e9"}), ts + i, ())
+            for i in range(30)
+        ],
+        codec=Codec.GZIP,
+    )
+    seg.add_v2(
+        [NewRecord(b"k", b"\x00\x00\x00\x00\x01\xff", ts, ((b"h", b"v"),)), NewRecord(None, None, ts, ())]
+    )
+    seg.add_v2([NewRecord(struct.pack(">i", 7), _avro({"a": 7, "b": "y"}, sid=9), ts, ())])  # unknown id
+    seg.add_marker(5, commit=True)
+    root = tmp_path / "logdir"
+    seg.write(root / "orders-0")
+    s = SegmentBuilder()
+    s.add_v2([NewRecord(_key("SCHEMA", "orders-value", 1), _value("orders-value", 1, 1, AVRO), ts, ())])
+    s.write(root / "_schemas-0")
+    args = [
+        "dump",
+        "--format",
+        fmt,
+        "--value-type",
+        "registry",
+        "--key-type",
+        "int32",
+        "--jobs",
+        "1",
+        str(root / "orders-0"),
+    ]
+    direct = kdump(*args)
+    monkeypatch.setattr(payload_lines, "DIRECT", False)
+    general = kdump(*args)
+    assert direct.exit_code == general.exit_code == 0
+    assert direct.stdout == general.stdout
+    assert "payload-decode-failed" in direct.stdout
+    assert "schema-id-unknown" in direct.stdout
