@@ -99,26 +99,35 @@ class PayloadDecoder:
             key = self._side(r, k, True, kind, batch, file, found)
         value = r.value
         kind = opts.value_type
-        if kind == "registry" and value is not None and not r.headers and value[:1] == b"\x00":
-            # The common case first: the same prefixed id as the record before, a live schema.
-            last = self._last
-            if last is None or not value.startswith(last[0]):
-                fast = self._fast.get(int.from_bytes(value[1:5], "big")) if len(value) >= 5 else None
-                last = self._last = None if fast is None else (value[:5], *fast)
-            if last is not None:
-                compiled = last[1]
-                text = compiled(value) if compiled is not None else None
-                if text is None:
-                    try:
-                        text = last[2](value)
-                    except DecodeError:
-                        text = None  # the general way below reports it
-                if text is not None:
-                    self.tally.decoded[last[4]] += 1
-                    return PayloadRecord(r, key, Decoded(text, last[3], last[4])), found
+        if kind == "registry" and value is not None and not r.headers:
+            fast = self.fast_value(value)
+            if fast is not None:
+                return PayloadRecord(r, key, Decoded(*fast)), found
         if kind != "raw":
             return PayloadRecord(r, key, self._side(r, value, False, kind, batch, file, found)), found
         return PayloadRecord(r, key, RAW), found
+
+    def fast_value(self, value: bytes) -> tuple[bytes, int | None, str] | None:
+        """The common case of a `registry` value without headers: a prefixed id of a live schema
+        already built (the same as the value before, most often) that decodes; its JSON, schema
+        id and format, counted. None otherwise: then `decode` takes the general way."""
+        if value[:1] != b"\x00":
+            return None
+        last = self._last
+        if last is None or not value.startswith(last[0]):
+            fast = self._fast.get(int.from_bytes(value[1:5], "big")) if len(value) >= 5 else None
+            last = self._last = None if fast is None else (value[:5], *fast)
+            if last is None:
+                return None
+        compiled = last[1]
+        text = compiled(value) if compiled is not None else None
+        if text is None:
+            try:
+                text = last[2](value)
+            except DecodeError:
+                return None  # the general way reports it
+        self.tally.decoded[last[4]] += 1
+        return text, last[3], last[4]
 
     def _side(
         self,

@@ -151,6 +151,7 @@ def _direct(
 
         finding = text.finding_line
     append = parts.append
+    fast = _fast_json(decoder, file_json, encoding) if fmt == "json" else None
     with open_buffer(as_path(path), span=batches_span(events)) as buf:
         for ev in events:
             if not isinstance(ev, BatchHeader):
@@ -170,6 +171,8 @@ def _direct(
                 for r in recs:
                     append(plain(r, ev))
                 continue
+            if fast is not None:
+                recs = fast(recs, ev, append)
             for r in recs:
                 pr, fs = decode(r, ev, label)
                 for f in fs:
@@ -179,3 +182,48 @@ def _direct(
     if parts:
         parts.append("")
     return "\n".join(parts).encode("utf-8"), records, counts, decoder.take_tally(label)
+
+
+def _fast_json(decoder: PayloadDecoder, file_json: str, encoding: str, decoded: Any) -> Any:
+    """The JSON lines of a batch's records, as long as each takes the decoder's common case (a raw
+    or int key, a value of a known live schema): `jsonl.payload_record_line`'s line, built without
+    the record's event. Returns the records from the first one that does not (for the general way)."""
+    from kdump.render.jsonl import _bytes_json
+
+    key_kind = decoder.options.key_type
+    key_format = "null" if key_kind == "raw" else f'"{key_kind}"'
+    key_len = {"int32": 4, "int64": 8}.get(key_kind, -1)
+    fast_value = decoder.fast_value
+    tally = decoder.tally
+
+    def lines(recs: list[Record], h: BatchHeader, append: Any) -> list[Record]:
+        head = (
+            f'{{"type":"record","file":{file_json},"offset":',
+            f',"position":{h.position},"timestamp":',
+            f',"timestamp_type":"{"LogAppendTime" if h.timestamp_type == 1 else "CreateTime"}","key":',
+        )
+        for i, r in enumerate(recs):
+            k, v = r.key, r.value
+            if r.headers or v is None or r.crc is not None:
+                return recs[i:]
+            if key_len < 0:
+                kj = _bytes_json(k, encoding)
+            elif k is not None and len(k) == key_len:
+                kj = str(int.from_bytes(k, "big", signed=True))
+            else:
+                return recs[i:]
+            got = fast_value(v)
+            if got is None:
+                return recs[i:]
+            text, sid, fmt = got
+            if key_len > 0:
+                tally.decoded[key_kind] += 1
+            append(
+                f'{head[0]}{r.offset}{head[1]}{r.timestamp}{head[2]}{kj},"value":{text.decode()},"headers":[],'
+                f'"sequence":{r.sequence},"key_size":{-1 if k is None else len(k)},"value_size":{len(v)},'
+                f'"key_schema_id":null,"value_schema_id":{"null" if sid is None else sid},'
+                f'"key_format":{key_format},"value_format":"{fmt}"}}'
+            )
+        return []
+
+    return lines

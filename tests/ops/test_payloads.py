@@ -394,9 +394,10 @@ def test_an_unreachable_registry_is_exit_3(kdump: Callable[..., Result], tmp_pat
     assert "cannot reach it" in result.stderr
 
 
+@pytest.mark.parametrize("key_type", ["int32", "raw"])
 @pytest.mark.parametrize("fmt", ["json", "text"])
 def test_the_direct_loop_writes_what_the_general_way_writes(
-    kdump: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+    kdump: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, key_type: str
 ) -> None:
     from kdump.formats.constants import Codec
     from kdump.render import payload_lines
