@@ -184,7 +184,7 @@ def _direct(
     return "\n".join(parts).encode("utf-8"), records, counts, decoder.take_tally(label)
 
 
-def _fast_json(decoder: PayloadDecoder, file_json: str, encoding: str, decoded: Any) -> Any:
+def _fast_json(decoder: PayloadDecoder, file_json: str, encoding: str) -> Any:
     """The JSON lines of a batch's records, as long as each takes the decoder's common case (a raw
     or int key, a value of a known live schema): `jsonl.payload_record_line`'s line, built without
     the record's event. Returns the records from the first one that does not (for the general way)."""

@@ -428,7 +428,7 @@ def test_the_direct_loop_writes_what_the_general_way_writes(
         "--value-type",
         "registry",
         "--key-type",
-        "int32",
+        key_type,
         "--jobs",
         "1",
         str(root / "orders-0"),
