@@ -617,6 +617,51 @@ _KINDS = [
         "Not applicable: unpacked, the file would be just as short, and recovery would truncate it.",
         None,
     ),
+    # --- payloads (dump --key-type/--value-type, kdump schemas) ----------------------------------
+    FindingKind(
+        "payload-decode-failed",
+        Severity.WARNING,
+        "payload",
+        "A key or value that names a schema (the Schema Registry wire format: magic byte 0 and a schema "
+        "id, or a `__key_schema_id` / `__value_schema_id` header) or was asked for as a typed value "
+        "(`int32`, `int64`, `float`, `double`, `uuid`, `json`) but does not decode as that: a poison "
+        "message, bytes that only look like the wire format, or a schema that does not parse. It is "
+        "shown raw.",
+        "Not a broker matter: the broker stores and serves it like any other record. Consumers with "
+        "the registry's deserializers fail on it with a SerializationException.",
+        None,
+    ),
+    FindingKind(
+        "schema-id-unknown",
+        Severity.WARNING,
+        "payload",
+        "Keys or values of a file name a schema id (or GUID) that none of the schema sources has "
+        "(`_schemas`, local files, the registry URL): one finding per schema and file, with how many "
+        "records and the first offset. They are shown raw.",
+        "Not a broker matter. Consumers fail to deserialize them while the registry lacks the schema "
+        "(a lost or rebuilt registry: see `kdump schemas --write`).",
+        None,
+    ),
+    FindingKind(
+        "schema-deleted",
+        Severity.INFO,
+        "payload",
+        "Keys or values of a file were written with a schema that the registry has deleted (soft- "
+        "or hard-deleted in `_schemas`, or cleared); they are decoded with it, since `_schemas` still "
+        "holds it. One finding per schema and file.",
+        "Not a broker matter. A registry serves soft-deleted schemas to deserializers by id; after a "
+        "hard delete, consumers fail on these records.",
+        None,
+    ),
+    FindingKind(
+        "schemas-record-invalid",
+        Severity.WARNING,
+        "payload",
+        "A record of the `_schemas` topic that the Schema Registry would not read: a key or value that "
+        "is not JSON, a SCHEMA record without subject, version, id or schema text, an unknown key type.",
+        "The broker serves it; a registry reading the topic at start-up skips or fails on it.",
+        None,
+    ),
 ]
 
 CATALOG: dict[str, FindingKind] = {k.code: k for k in _KINDS}

@@ -24,6 +24,7 @@ COMMANDS = {
     "restore": ("kdump.cli.restore", "restore_command"),
     "salvage": ("kdump.cli.salvage", "salvage_command"),
     "compare": ("kdump.cli.compare", "compare_command"),
+    "schemas": ("kdump.cli.schemas", "schemas_command"),
 }
 
 

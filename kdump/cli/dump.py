@@ -6,11 +6,13 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import diag, discover_all, format_option, resolve_format, say_problems
+from kdump.cli.payload_options import build_payload_options, payload_options, prepare
 from kdump.cli.timespec import TimeParam
 from kdump.errors import KdumpError
 from kdump.model.log_dir import Target
@@ -62,6 +64,7 @@ from kdump.render.rows import ENCODINGS
     is_flag=True,
     help="Show transactions per producer instead: first and last offset, outcome, and hanging ones.",
 )
+@payload_options
 @format_option
 def dump_command(
     paths: tuple[str, ...],
@@ -80,6 +83,13 @@ def dump_command(
     decode: str,
     transactions_view: bool,
     fmt: str | None,
+    key_type: str | None,
+    value_type: str | None,
+    schemas: tuple[str, ...],
+    schema_files: tuple[str, ...],
+    registry: str | None,
+    schema_order: str,
+    where: str | None,
 ) -> None:
     """Dump segments, indexes, snapshots and checkpoints, damaged or not.
 
@@ -94,13 +104,23 @@ def dump_command(
       kdump dump /var/lib/kafka/data/orders-0
       kdump dump --records --from-offset 1200 --to-offset 1210 orders-0
       kdump dump --records --format json --encoding base64 00000000000000000000.log | jq .
+      kdump dump --value-type registry --where '.value.customer == "c-42"' /data/kafka-logs
     """
+    payloads = build_payload_options(
+        key_type, value_type, schemas, schema_files, registry, schema_order, where, encoding
+    )
     targets, failed = discover_all(paths)
     problems = [f for t in targets for f in t.problems]
     problems += [f for t in targets for p in t.partitions() for f in p.problems]
     failed = say_problems(problems) or failed
+    if payloads is not None:
+        try:
+            prepare(payloads, [t.path for t in targets])
+        except KdumpError as exc:
+            diag(str(exc))
+            sys.exit(ExitCode.UNREADABLE)
     options = DumpOptions(
-        records=records or key is not None,
+        records=records or key is not None or payloads is not None,
         filter=DumpFilter(
             from_offset=from_offset,
             to_offset=to_offset,
@@ -113,12 +133,15 @@ def dump_command(
         ),
         max_bytes=max_bytes,
         decode=decode,
+        payloads=payloads,
     )
     fmt = resolve_format(fmt)
+    if payloads is not None and fmt == "rich":
+        fmt = "text"  # decoded values are long JSON: lines, not table cells
     if transactions_view:
         _show_transactions(targets, fmt)
         sys.exit(ExitCode.UNREADABLE if failed else ExitCode.OK)
-    events = dump_targets(targets, options)
+    events = _where(dump_targets(targets, options), options, encoding)
     workers = jobs or os.cpu_count() or 1
     try:
         if options.records and fmt != "rich" and (workers > 1 or _compiled_records()):
@@ -172,9 +195,19 @@ def _dump_parallel(
             jobs = workers if size >= PARALLEL_MIN_BYTES else 1
             write_parallel(logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=jobs)
         elif fmt == "json":
-            write_jsonl(dump_item(item, options), sys.stdout, encoding=encoding)
+            write_jsonl(_where(dump_item(item, options), options, encoding), sys.stdout, encoding=encoding)
         else:
-            write_text(dump_item(item, options), sys.stdout, encoding=encoding)
+            write_text(_where(dump_item(item, options), options, encoding), sys.stdout, encoding=encoding)
+
+
+def _where(events: Iterator[DumpEvent], options: DumpOptions, encoding: str) -> Iterator[Any]:
+    """The events, with only the records `--where` keeps (all of them without it)."""
+    if options.payloads is None or options.payloads.where is None:
+        return events
+    from kdump.ops.where import compile_where
+    from kdump.render.where_filter import filter_where
+
+    return filter_where(events, compile_where(options.payloads.where), encoding)
 
 
 def _show_transactions(targets: list[Target], fmt: str) -> None:

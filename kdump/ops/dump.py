@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.batch import BatchHeader
@@ -28,6 +29,9 @@ from kdump.ops.tiered import LogStartCheckpoints, TieredContext, tiered_facts
 from kdump.scan.events import Event, ScanSummary
 from kdump.scan.log_scanner import decode_batch_records, scan_log
 from kdump.scan.source import open_buffer
+
+if TYPE_CHECKING:
+    from kdump.ops.payload_events import PayloadOptions
 
 DumpEvent = Event | FileStart | Entry | InternalRecord
 
@@ -97,6 +101,8 @@ class DumpOptions:
     filter: DumpFilter = DumpFilter()
     max_bytes: int | None = None
     decode: str = "auto"  # auto | offsets | transactions | metadata | none
+    # Keys and values decoded (`--key-type`, `--value-type`, schema sources; `--where`), or None.
+    payloads: PayloadOptions | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +200,13 @@ def dump_item(item: DumpItem, options: DumpOptions) -> Iterator[DumpEvent]:
         yield item.note
     elif item.is_log:
         events = dump_log(item.path, options, base_offset=item.base_offset, label=item.label, item=item)
-        yield from attach_decoded(events, item.decoder if options.records else None, item.label)
+        decoded = attach_decoded(events, item.decoder if options.records else None, item.label)
+        payloads = options.payloads
+        if payloads is not None and payloads.decoding and options.records and item.decoder is None:
+            from kdump.ops.payloads import attach_payloads, registered_decoder
+
+            decoded = attach_payloads(decoded, registered_decoder(payloads), item.label)
+        yield from decoded
     else:
         yield from dump_state_file(item.path, file_kind(item.path), item.label)
 

@@ -15,6 +15,7 @@ from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.files import Entry, FileStart
 from kdump.ops.internal import InternalRecord
+from kdump.ops.payload_events import PayloadRecord
 from kdump.render import rows
 from kdump.scan.events import ScanSummary
 
@@ -56,6 +57,48 @@ def record_line(r: Record, batch: BatchHeader | None, file_json: str, encoding: 
         f'"key":{_bytes_json(key, encoding)},"value":{_bytes_json(value, encoding)},"headers":{headers},'
         f'"sequence":{r.sequence},"key_size":{-1 if key is None else len(key)},'
         f'"value_size":{-1 if value is None else len(value)}}}'
+    )
+
+
+_FORMAT_JSON: dict[str | None, str] = {None: "null"}
+
+
+def _format_json(fmt: str | None) -> str:
+    text = _FORMAT_JSON[fmt] = _encode_string(fmt)
+    return str(text)
+
+
+def payload_record_line(pr: PayloadRecord, batch: BatchHeader | None, file_json: str, encoding: str) -> str:
+    """A record with decoded key and value as a JSON line: `rows.payload_record_row`, built directly
+    (the decoded values are spliced in as the JSON text they were rendered to once)."""
+    r, k, v = pr.record, pr.key, pr.value
+    if batch is None or batch.is_control or r.crc is not None:
+        return _dumps(rows.payload_record_row(pr, batch, str(json.loads(file_json)), encoding))
+    key, value, headers = r.key, r.value, r.headers
+    if headers:
+        hs = (
+            "["
+            + ",".join(
+                '{"key":' + _encode_string(hk.decode("utf-8", "backslashreplace")) + ',"value":'
+                f"{_bytes_json(hv, encoding)}}}"
+                for hk, hv in headers
+            )
+            + "]"
+        )
+    else:
+        hs = "[]"
+    kj = k.json.decode() if k.json is not None else _bytes_json(key, encoding)
+    vj = v.json.decode() if v.json is not None else _bytes_json(value, encoding)
+    kf = _FORMAT_JSON.get(k.format) or _format_json(k.format)
+    vf = _FORMAT_JSON.get(v.format) or _format_json(v.format)
+    return (
+        f'{{"type":"record","file":{file_json},"offset":{r.offset},"position":{batch.position},'
+        f'"timestamp":{r.timestamp},"timestamp_type":"{"LogAppendTime" if batch.timestamp_type == 1 else "CreateTime"}",'
+        f'"key":{kj},"value":{vj},"headers":{hs},"sequence":{r.sequence},'
+        f'"key_size":{-1 if key is None else len(key)},"value_size":{-1 if value is None else len(value)},'
+        f'"key_schema_id":{"null" if k.schema_id is None else k.schema_id},'
+        f'"value_schema_id":{"null" if v.schema_id is None else v.schema_id},'
+        f'"key_format":{kf},"value_format":{vf}}}'
     )
 
 
@@ -132,6 +175,8 @@ def write_jsonl(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") 
                 out.write("\n".join(buf))
                 buf.clear()
             append(batch_line(ev, file_json))
+        elif type(ev) is PayloadRecord:
+            append(payload_record_line(ev, batch, file_json, encoding))
         elif isinstance(ev, InternalRecord):
             append(_dumps(rows.internal_record_row(ev, batch, file, encoding)))
         elif isinstance(ev, FileStart):

@@ -31,6 +31,7 @@ from kdump.formats.records import Record
 from kdump.ops.dump import DumpEvent, DumpOptions, batches_span, expand_batches
 from kdump.ops.files import FileStart
 from kdump.ops.internal import InternalRecord
+from kdump.ops.payload_events import PayloadTally
 from kdump.ops.workers import worker_pool
 from kdump.render import fast_lines
 from kdump.scan.events import ScanSummary
@@ -55,16 +56,23 @@ def _render(events: Iterable[Any], fmt: str, encoding: str) -> str:
 
 
 WorkArgs = tuple[str, str, list[DumpEvent], DumpOptions, str, str, str | None]
+# A chunk's bytes, its records, its new findings by severity, and its keys' and values' tally.
+WorkResult = tuple[bytes, int, dict[int, int], PayloadTally | None]
 
 
-def _work(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
+def _work(args: WorkArgs) -> WorkResult:
     _path, _label, _events, options, _fmt, _encoding, decoder = args
+    payloads = options.payloads
+    if payloads is not None and decoder is None and (payloads.decoding or payloads.where):
+        from kdump.render.payload_lines import work_payloads
+
+        return work_payloads(args)
     if fast_lines.enabled() and decoder is None and not options.filter.active:
         return _work_fast(args)
     return _work_reference(args)
 
 
-def _work_fast(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
+def _work_fast(args: WorkArgs) -> WorkResult:
     """A chunk with every clean batch rendered by the compiled path, the others as the reference does."""
     path, label, events, _options, fmt, encoding, _decoder = args
     renderer = fast_lines.LineRenderer(json.dumps(label), fmt, encoding)
@@ -99,7 +107,7 @@ def _work_fast(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
             pending.extend(findings)
             pending.extend(decoded)
     flush()
-    return b"".join(parts), records, counts
+    return b"".join(parts), records, counts, None
 
 
 def _render_context(events: list[DumpEvent], label: str, fmt: str, encoding: str) -> bytes:
@@ -112,7 +120,7 @@ def _render_context(events: list[DumpEvent], label: str, fmt: str, encoding: str
     return text.encode("utf-8")
 
 
-def _work_reference(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
+def _work_reference(args: WorkArgs) -> WorkResult:
     path, label, events, options, fmt, encoding, decoder = args
     expanded = expand_batches(as_path(path), events, options, label, decoder)
     records = sum(1 for e in expanded if type(e) is Record or type(e) is InternalRecord)
@@ -133,7 +141,7 @@ def _work_reference(args: WorkArgs) -> tuple[bytes, int, dict[int, int]]:
         text = text[first_newline + 1 :]
     else:
         text = _strip_file_header(text)
-    return text.encode("utf-8"), records, counts
+    return text.encode("utf-8"), records, counts, None
 
 
 def _strip_file_header(text: str) -> str:
@@ -217,17 +225,17 @@ def _start_worker(turns: _Turns | None) -> None:
     _worker_turns = turns
 
 
-def _work_in_turn(args: WorkArgs, seq: int) -> tuple[bytes, int, dict[int, int]]:
+def _work_in_turn(args: WorkArgs, seq: int) -> WorkResult:
     """`_work`, then the chunk written in its turn by this worker; nothing comes back but counts."""
     turns = _worker_turns
     assert turns is not None
     try:
-        data, records, counts = _work(args)
+        data, records, counts, tally = _work(args)
     except BaseException:
         turns.write_in_turn(seq, b"")  # later chunks must not wait forever
         raise
     turns.write_in_turn(seq, data)
-    return b"", records, counts
+    return b"", records, counts, tally
 
 
 class _InlineExecutor(Executor):
@@ -245,12 +253,16 @@ class _Tally:
     def __init__(self) -> None:
         self.records = 0
         self.extra: dict[int, int] = {}
+        self.payloads: PayloadTally | None = None
 
-    def drain(
-        self, pending: deque[Future[tuple[bytes, int, dict[int, int]]]], limit: int, write: Any
-    ) -> None:
+    def drain(self, pending: deque[Future[WorkResult]], limit: int, write: Any) -> None:
         while len(pending) > limit:
-            data, n, counts = pending.popleft().result()
+            data, n, counts, payloads = pending.popleft().result()
+            if payloads is not None:
+                if self.payloads is None:
+                    self.payloads = payloads
+                else:
+                    self.payloads.merge(payloads)
             self.records += n
             for sev, c in counts.items():
                 self.extra[sev] = self.extra.get(sev, 0) + c
@@ -271,7 +283,7 @@ def _write_log(
     decoder: str | None,
     turns: _Turns | None = None,
 ) -> None:
-    pending: deque[Future[tuple[bytes, int, dict[int, int]]]] = deque()
+    pending: deque[Future[WorkResult]] = deque()
     tally = _Tally()
 
     def write(data: bytes) -> None:
@@ -296,6 +308,11 @@ def _write_log(
                 submit(chunk)
                 chunk = []
             tally.drain(pending, 0, write)
+            if tally.payloads is not None:
+                from kdump.render.payload_lines import finish_payloads
+
+                ev, tail = finish_payloads(ev, tally.payloads, options, label)
+                write(_render_context(tail, label, fmt, encoding))
             extra = tally.extra
             summary = dataclasses.replace(
                 ev,

@@ -17,6 +17,7 @@ from kdump.formats.control import decode_control_key, decode_end_txn_marker
 from kdump.formats.records import Record
 from kdump.ops.files import Entry, FileStart
 from kdump.ops.internal import InternalRecord
+from kdump.ops.payload_events import PayloadRecord
 from kdump.scan.events import ScanSummary
 
 ENCODINGS = ("utf8", "hex", "base64")
@@ -161,6 +162,30 @@ def internal_record_row(
     """A record of an internal topic: the record's fields plus what it decodes to."""
     row = record_row(ir.record, batch, file, encoding)
     row["decoded"] = ir.decoded.to_dict()
+    return row
+
+
+# The fields a record row gains when keys or values are decoded (`dump --key-type/--value-type`):
+# the schema id each names (kcat's JSON has the same two keys) and the format it decoded as.
+PAYLOAD_FIELDS = ("key_schema_id", "value_schema_id", "key_format", "value_format")
+
+
+def payload_record_row(
+    pr: PayloadRecord, batch: BatchHeader | None, file: str, encoding: str
+) -> dict[str, Any]:
+    """A record whose key and value were decoded: `key` and `value` hold the decoded values (JSON
+    objects, not strings) where they decoded, else the raw text as in `record_row`; then the schema
+    id each named (null when none) and the format it decoded as (null: shown raw)."""
+    import json
+
+    row = record_row(pr.record, batch, file, encoding)
+    for side, decoded in (("key", pr.key), ("value", pr.value)):
+        if decoded.json is not None:
+            row[side] = json.loads(decoded.json)
+    row["key_schema_id"] = pr.key.schema_id
+    row["value_schema_id"] = pr.value.schema_id
+    row["key_format"] = pr.key.format
+    row["value_format"] = pr.value.format
     return row
 
 

@@ -17,6 +17,7 @@ from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.files import Entry, FileStart
 from kdump.ops.internal import InternalRecord
+from kdump.ops.payload_events import PayloadRecord, PayloadTally
 from kdump.render import rows
 from kdump.render.kafka_decoded import NEWEST_KAFKA, kafka_decoded_text
 from kdump.scan.events import ScanSummary
@@ -96,12 +97,49 @@ def record_line(r: Record, batch: BatchHeader | None, encoding: str) -> str:
     if r.value is not None:
         parts.append(f"payload: {rows.encode_bytes(r.value, encoding)}")
     if r.headers:
-        shown = ", ".join(
-            f"{k.decode('utf-8', 'backslashreplace')}={'null' if v is None else rows.encode_bytes(v, encoding)}"
-            for k, v in r.headers
-        )
-        parts.append(f"headers: [{shown}]")
+        parts.append(headers_text(r, encoding))
     return " ".join(parts)
+
+
+def payload_record_line(pr: PayloadRecord, batch: BatchHeader | None, encoding: str) -> str:
+    """A record with decoded key and value: Kafka's metadata fields, then each side's schema id (when
+    it names one) and its decoded value as compact JSON (raw, as `record_line` shows it, when it did
+    not decode), then the headers."""
+    r = pr.record
+    parts = _record_metadata(r, batch)
+    for label, data, decoded in (("key", r.key, pr.key), ("payload", r.value, pr.value)):
+        if decoded.schema_id is not None:
+            parts.append(f"{'keySchemaId' if label == 'key' else 'valueSchemaId'}: {decoded.schema_id}")
+        if decoded.json is not None:
+            parts.append(f"{label}: {decoded.json.decode()}")
+        elif data is not None:
+            parts.append(f"{label}: {rows.encode_bytes(data, encoding)}")
+    if r.headers:
+        parts.append(headers_text(r, encoding))
+    return " ".join(parts)
+
+
+def payload_tally_line(t: PayloadTally) -> str:
+    """What a file's keys and values decoded to, before its summary."""
+    decoded = ", ".join(f"{fmt} {n}" for fmt, n in sorted(t.decoded.items())) or "none"
+    line = (
+        f"Payloads: decoded {sum(t.decoded.values())} ({decoded}), failed {t.failed}, "
+        f"unknown schema {t.unknown_schema}, deleted schema {t.deleted_schema}, no schema id {t.not_framed}"
+    )
+    if t.unknown:
+        line += f"; unknown: {', '.join(sorted(t.unknown))}"
+    if t.deleted:
+        line += f"; deleted: {', '.join(sorted(t.deleted))}"
+    return line
+
+
+def headers_text(r: Record, encoding: str) -> str:
+    """`headers: [k=v, ...]`, values in `encoding` (null for a null value)."""
+    shown = ", ".join(
+        f"{k.decode('utf-8', 'backslashreplace')}={'null' if v is None else rows.encode_bytes(v, encoding)}"
+        for k, v in r.headers
+    )
+    return f"headers: [{shown}]"
 
 
 def finding_line(f: Finding) -> str:
@@ -161,6 +199,10 @@ def write_text(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") -
             append(summary_line(ev))
         elif isinstance(ev, Entry):
             append(entry_line(ev))
+        elif type(ev) is PayloadRecord:
+            append(payload_record_line(ev, batch, encoding))
+        elif isinstance(ev, PayloadTally):
+            append(payload_tally_line(ev))
         elif isinstance(ev, InternalRecord):
             append(internal_record_line(ev, batch))
     if buf:

@@ -75,7 +75,7 @@ from kdump.spark.planning import (
     plan_slices,
     split_starts,
 )
-from kdump.spark.schema import LEVELS, ddl
+from kdump.spark.schema import LEVELS, PAYLOAD_COLUMNS, ddl
 from kdump.spark.workers import worker_python
 
 __all__ = [
@@ -164,6 +164,10 @@ class KdumpReader(DataSourceReader):
         try:
             if opts.level == "batches":
                 yield from read_batches(partition.slices, opts.batch_rows)
+            elif opts.payloads is not None:
+                from kdump.spark.payload_rows import read_payload_records
+
+                yield from read_payload_records(partition.slices, self.bounds, opts.batch_rows, opts.payloads)
             else:
                 yield from read_records(partition.slices, self.bounds, opts.batch_rows)
         finally:
@@ -194,7 +198,11 @@ class KdumpDataSource(DataSource):
         level = str(self.options.get("level", "records")).lower()
         if level not in LEVELS:
             raise ValueError(f"kdump: option level must be one of {', '.join(LEVELS)}, not {level!r}")
-        return ddl(LEVELS[level])
+        decoded = level == "records" and any(
+            k.lower() in ("keytype", "valuetype", "schemas", "schemafiles", "registry", "where")
+            for k in self.options
+        )
+        return ddl(LEVELS[level] + (PAYLOAD_COLUMNS if decoded else ()))
 
     def reader(self, schema: Any) -> DataSourceReader:
         """A reader for the options given."""

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from kdump.formats.batch import BatchHeader
+from kdump.ops.payload_events import TYPES, PayloadOptions
 from kdump.spark.schema import LEVELS
 
 if TYPE_CHECKING:
@@ -175,6 +176,7 @@ class ReadOptions:
     leftovers: bool = False
     deep: bool = False
     bounds: Bounds = field(default_factory=Bounds)
+    payloads: PayloadOptions | None = None  # keyType, valueType, schemas, ..., where
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -212,6 +214,7 @@ class ReadOptions:
             leftovers=_bool_option(opts, "leftovers"),
             deep=_bool_option(opts, "deep"),
             bounds=bounds if level == "records" else Bounds(),
+            payloads=payload_options(opts, tuple(paths)) if level == "records" else None,
         )
 
 
@@ -257,3 +260,47 @@ def _ts_option(opts: Mapping[str, str], name: str) -> int | None:
             f"kdump: option {name} must be epoch milliseconds or ISO 8601, not {text!r}"
         ) from None
     return _literal(when, "timestamp")
+
+
+def payload_options(opts: Mapping[str, str], paths: tuple[str, ...]) -> PayloadOptions | None:
+    """`keyType`, `valueType`, `schemas` (a JSON list or one path), `schemaFiles` (a JSON object of
+    id or subject to path), `registry`, `schemaOrder` and `where`; None when none is given. The
+    `_schemas` partitions of the paths' log dirs are found here, on the driver, when `schemas` is
+    not given."""
+    from pathlib import Path
+
+    from kdump.ops.payload_events import SOURCES
+    from kdump.ops.schema_catalog import sibling_schemas
+
+    names = ("keytype", "valuetype", "schemas", "schemafiles", "registry", "where")
+    if not any(n in opts for n in names):
+        return None
+    sourced = any(n in opts for n in ("schemas", "schemafiles", "registry"))
+    types = {}
+    for n in ("keytype", "valuetype"):
+        t = opts.get(n, "registry" if sourced else "raw").lower()
+        if t not in TYPES:
+            raise ValueError(f"kdump: option {n} must be one of {', '.join(TYPES)}, not {t!r}")
+        types[n] = t
+    schemas: tuple[str, ...] = ()
+    if "schemas" in opts:
+        text = opts["schemas"].strip()
+        loaded = json.loads(text) if text.startswith("[") else text
+        schemas = (loaded,) if isinstance(loaded, str) else tuple(str(p) for p in loaded)
+    elif "registry" in types.values():
+        schemas = tuple(str(p) for p in sibling_schemas(Path(p) for p in paths if "://" not in p))
+    files = json.loads(opts.get("schemafiles", "{}"))
+    if not isinstance(files, dict):
+        raise ValueError("kdump: option schemaFiles must be a JSON object of schema id or subject to path")
+    order = tuple(s.strip() for s in opts.get("schemaorder", ",".join(SOURCES)).split(",") if s.strip())
+    if not order or any(s not in SOURCES for s in order):
+        raise ValueError(f"kdump: option schemaOrder takes some of {', '.join(SOURCES)}, comma-separated")
+    return PayloadOptions(
+        key_type=types["keytype"],
+        value_type=types["valuetype"],
+        schemas=schemas,
+        schema_files=tuple((str(k), str(v)) for k, v in files.items()),
+        registry=opts.get("registry"),
+        order=order,
+        where=opts.get("where"),
+    )

@@ -45,6 +45,14 @@ FORENSIC_COLUMNS: tuple[tuple[str, str], ...] = (
 
 RECORD_COLUMNS = KAFKA_COLUMNS + FORENSIC_COLUMNS
 
+PAYLOAD_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("keySchemaId", "INT"),  # the schema id the key names (wire-format prefix or header), or null
+    ("valueSchemaId", "INT"),
+    ("keyJson", "STRING"),  # the decoded key as JSON text, null where it stays raw
+    ("valueJson", "STRING"),
+)
+"""Appended to record rows when keys or values are decoded (options keyType, valueType)."""
+
 BATCH_COLUMNS: tuple[tuple[str, str], ...] = (
     ("topic", "STRING"),
     ("partition", "INT"),

@@ -65,6 +65,11 @@ SECTIONS: dict[str, tuple[str, str]] = {
         "IN A BROKER TARBALL",
         "a .tar, .tar.gz or .tar.zst of a log dir read in place, when it is listed",
     ),
+    "payload": (
+        "IN KEYS AND VALUES",
+        "keys and values decoded by `kdump dump --key-type/--value-type`, and the `_schemas` topic "
+        "read by `kdump schemas` or as a schema source",
+    ),
 }
 
 SEVERITY_MEANING = {

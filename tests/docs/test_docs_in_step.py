@@ -34,6 +34,7 @@ from kdump.formats.internal import decode_offsets_record
 from kdump.formats.records import Record
 from kdump.ops.files import FileStart
 from kdump.ops.internal import InternalRecord
+from kdump.ops.payloads import Decoded, PayloadRecord
 from kdump.ops.trim import TrimPlan
 from kdump.ops.verify import PartitionReport
 from kdump.render import report, rows
@@ -479,6 +480,12 @@ def test_schema_documents_exactly_the_record_fields() -> None:
         rows.record_row(marker, batch_header(is_control=True, is_transactional=True), "f.log", "utf8"),
         rows.internal_record_row(
             InternalRecord(plain, decode_offsets_record(b"\x00\x02\x00\x01g", None)),
+            batch_header(),
+            "f.log",
+            "utf8",
+        ),
+        rows.payload_record_row(
+            PayloadRecord(plain, Decoded(b"7", None, "int32"), Decoded(b'{"a":1}', 3, "avro")),
             batch_header(),
             "f.log",
             "utf8",
