@@ -7,14 +7,17 @@ picklable `Segment`, reads only that segment's files, and returns a picklable `S
 from __future__ import annotations
 
 import bisect
+import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, make_finding
+from kdump.formats import fast_walk
 from kdump.formats.batch import BatchHeader
-from kdump.formats.constants import ControlType
+from kdump.formats.constants import TRANSACTIONAL_MASK, ControlType
 from kdump.formats.control import decode_control_key
+from kdump.formats.fast_walk import BatchRun
 from kdump.formats.filenames import parse_segment_file_name
 from kdump.formats.offset_index import decode_offset_index
 from kdump.formats.time_index import decode_time_index
@@ -80,8 +83,28 @@ def check_segment(
                 mode=ScanMode.FORENSIC,
                 max_bytes=max_bytes,
                 ready=ready,
+                batch_runs=True,
             ):
-                if isinstance(ev, BatchHeader):
+                if isinstance(ev, BatchRun):
+                    # A run of clean v2 batches, as columns: only transactional ones need a look.
+                    run_positions = ev.column(fast_walk.POSITION)
+                    run_bases = ev.column(fast_walk.BASE_OFFSET)
+                    positions += run_positions
+                    bases += run_bases
+                    lasts += ev.column(fast_walk.LAST_OFFSET)
+                    max_timestamps += ev.column(fast_walk.MAX_TIMESTAMP)
+                    ends += map(operator.add, run_positions, ev.column(fast_walk.SIZE))
+                    run_epochs = ev.column(fast_walk.LEADER_EPOCH)
+                    if run_epochs[-1] > last_epoch:
+                        for epoch, base in zip(run_epochs, run_bases, strict=True):
+                            if epoch > last_epoch:
+                                last_epoch = epoch
+                                epochs.append((epoch, base))
+                    if ev.attributes_or & TRANSACTIONAL_MASK:
+                        for h in ev.headers():
+                            if h.is_transactional:
+                                _txn_event(buf, h, log_label, txn_events, open_txn)
+                elif isinstance(ev, BatchHeader):
                     if not ev.crc_ok:
                         continue
                     base = ev.base_offset if ev.base_offset is not None else ev.last_offset
@@ -94,14 +117,7 @@ def check_segment(
                         last_epoch = ev.partition_leader_epoch
                         epochs.append((last_epoch, base))
                     if ev.is_transactional:
-                        if ev.is_control:
-                            kind = _marker_kind(buf, ev, log_label)
-                            if kind is not None:
-                                txn_events.append((kind, ev.producer_id, ev.base_offset or 0))
-                                open_txn.discard(ev.producer_id)
-                        elif ev.producer_id not in open_txn:
-                            open_txn.add(ev.producer_id)
-                            txn_events.append((TXN_DATA, ev.producer_id, base))
+                        _txn_event(buf, ev, log_label, txn_events, open_txn)
                 elif isinstance(ev, Finding):
                     findings.append(ev)
                 elif isinstance(ev, ScanSummary):
@@ -139,6 +155,21 @@ def check_segment(
         txn_index,
         tuple(table.spans) if keep_spans else (),
     )
+
+
+def _txn_event(
+    buf: memoryview, h: BatchHeader, file: str, txn_events: list[tuple[str, int, int]], open_txn: set[int]
+) -> None:
+    """Note a transactional batch: a marker's kind, or the first data batch of a transaction."""
+    if h.is_control:
+        kind = _marker_kind(buf, h, file)
+        if kind is not None:
+            txn_events.append((kind, h.producer_id, h.base_offset or 0))
+            open_txn.discard(h.producer_id)
+    elif h.producer_id not in open_txn:
+        open_txn.add(h.producer_id)
+        base = h.base_offset if h.base_offset is not None else h.last_offset
+        txn_events.append((TXN_DATA, h.producer_id, base))
 
 
 def _named_as_segment(segment: Segment) -> bool:

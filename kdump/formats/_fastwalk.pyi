@@ -1,0 +1,18 @@
+# The compiled batch walk (kdump/formats/_fastwalk.c); kdump/formats/fast_walk.py wraps it.
+Buffer = bytes | bytearray | memoryview
+
+def walk_v2(
+    buf: Buffer,
+    pos: int,
+    end: int,
+    limit: int,
+    soft_stop: int,
+    prev_last: int,
+    prev_epoch: int,
+    base_offset: int | None,
+    max_batches: int,
+) -> tuple[int, int, int, int, bytes, int, int, int, int]: ...
+def headers(columns: bytes, n: int, header_type: type) -> list[tuple[object, ...]]: ...
+def crc32c(data: Buffer, crc: int = 0) -> int: ...
+def crc32c_impl() -> str: ...
+def crc32c_force_table(force: bool) -> None: ...
