@@ -20,6 +20,8 @@
  *   walk_v2(buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, max_batches)
  *       -> (n, pos, prev_last, prev_epoch, columns, records, max_ts, offset_of_max_ts, attrs_or)
  *   headers(columns, n, header_type) -> list of header tuples
+ *   index_agrees(kind, index, base_offset, positions, bases, lasts, max_timestamps, valid_bytes) -> bool
+ *       (kind 0 .index, 1 .timeindex; the columns int64 arrays of the valid log's batches)
  *   crc32c(data, crc=0) -> int   (the checksum the walk uses: hardware where the CPU has it)
  *   crc32c_impl() -> "sse4.2" | "armv8-crc" | "table"
  */
@@ -405,6 +407,86 @@ fail:
     return NULL;
 }
 
+/* ---- index agreement ------------------------------------------------------------------------ */
+
+static Py_ssize_t bisect_left64(const int64_t *a, Py_ssize_t n, int64_t x) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Whether an .index (kind 0) or .timeindex (kind 1) agrees with the log's batches so fully that the
+ * index checks (kdump/scan/index_checks.py) have nothing to report: whole slots, no slot ending the
+ * entries early (Kafka's tail rule), entries in order, each naming a batch of the valid log the way
+ * those checks require. Any doubt answers False and the checks run in Python, which report. */
+static PyObject *index_agrees(PyObject *self, PyObject *args) {
+    (void)self;
+    int kind;
+    long long base;
+    Py_buffer ix, pv, bv, lv, mv;
+    Py_ssize_t valid_bytes;
+    if (!PyArg_ParseTuple(args, "iy*Ly*y*y*y*n", &kind, &ix, &base, &pv, &bv, &lv, &mv, &valid_bytes)) return NULL;
+    int ok = 1;
+    Py_ssize_t n = pv.len / 8, size = kind == 0 ? 8 : 12;
+    int64_t *prefix = NULL;
+    if (bv.len != pv.len || lv.len != pv.len || mv.len != pv.len || pv.len % 8 || ix.len % size) ok = 0;
+    const int64_t *positions = pv.buf, *bases = bv.buf, *lasts = lv.buf, *maxts = mv.buf;
+    const uint8_t *slot = ix.buf;
+    Py_ssize_t slots = ix.len / size;
+    if (ok && kind == 1) {
+        prefix = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof(int64_t));
+        if (prefix == NULL) ok = 0;
+        int64_t run = -1;
+        for (Py_ssize_t i = 0; ok && i < n; i++) prefix[i] = run = maxts[i] > run ? maxts[i] : run;
+    }
+    for (Py_ssize_t i = 1; ok && i < n; i++)
+        if (positions[i] <= positions[i - 1]) ok = 0; /* membership below is a binary search */
+    int64_t prev_a = 0, prev_b = 0;
+    for (Py_ssize_t i = 0; ok && i < slots; i++, slot += size) {
+        int64_t offset;
+        int32_t rel = be32(slot + (kind == 0 ? 0 : 8));
+        /* The tail rule ends the entries at a slot i > 0 of relative offset 0: the checks report it. */
+        if ((rel == 0 && i > 0) || __builtin_add_overflow((int64_t)base, (int64_t)rel, &offset) || offset < base) {
+            ok = 0;
+            break;
+        }
+        Py_ssize_t holder = bisect_left64(lasts, n, offset);
+        if (holder == n) {
+            ok = 0;
+            break;
+        }
+        if (kind == 0) {
+            int64_t position = be32(slot + 4);
+            Py_ssize_t at = bisect_left64(positions, n, position);
+            if ((i > 0 && (offset <= prev_a || position <= prev_b)) || position >= valid_bytes || at == n ||
+                positions[at] != position || positions[holder] < position)
+                ok = 0;
+            prev_a = offset;
+            prev_b = position;
+        } else {
+            int64_t ts = be64(slot);
+            if ((i > 0 && (ts <= prev_a || offset < prev_b)) || bases[holder] > offset || maxts[holder] != ts ||
+                prefix[holder] != ts)
+                ok = 0;
+            prev_a = ts;
+            prev_b = offset;
+        }
+    }
+    PyMem_RawFree(prefix);
+    PyBuffer_Release(&ix);
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&bv);
+    PyBuffer_Release(&lv);
+    PyBuffer_Release(&mv);
+    return PyBool_FromLong(ok);
+}
+
 static PyObject *py_crc32c(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
@@ -446,6 +528,7 @@ static PyObject *py_crc32c_force_table(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"walk_v2", walk_v2, METH_VARARGS, "Walk a run of clean v2 batches; their columns."},
     {"headers", headers, METH_VARARGS, "A run's batch header tuples."},
+    {"index_agrees", index_agrees, METH_VARARGS, "Whether an index agrees with the batches past all doubt."},
     {"crc32c", py_crc32c, METH_VARARGS, "CRC-32C of a buffer (hardware where the CPU has it)."},
     {"crc32c_impl", py_crc32c_impl, METH_NOARGS, "Which CRC-32C implementation runs."},
     {"crc32c_force_table", py_crc32c_force_table, METH_O, "Test hook: software CRC-32C on or off."},
