@@ -158,7 +158,9 @@ def find_next_entry(buf: Buffer, start: int, end: int) -> int | None:
 
 # Pages already scanned are handed back every this many bytes, so resident memory stays flat.
 EVICT_EVERY = 16 << 20
-# How far ahead of the compiled walk a buffer still being filled is asked to be ready.
+# How far ahead of the compiled walk a buffer still being filled is asked to be ready: from 64 KiB,
+# doubling with each run, to 8 MiB.
+READY_FIRST = 64 << 10
 READY_AHEAD = 8 << 20
 
 
@@ -324,12 +326,16 @@ def scan_log(
         return f
 
     walk = fast_walk.walk if fast_walk.compiled is not None else None
+    ready_ahead = READY_FIRST
     while True:
         if walk is not None and prev_last is not None and pos < end:
             # The common case in bulk: runs of clean v2 batches, framed and checked in C.
             limit = end
             if ready is not None:
-                limit = min(end, pos + READY_AHEAD)
+                # Ask ahead in growing steps: a scan its consumer stops early (a seek) fetches
+                # little more than it read.
+                limit = min(end, pos + ready_ahead)
+                ready_ahead = min(ready_ahead * 2, READY_AHEAD)
                 ready(limit)
             walked = walk(buf, pos, end, limit, pos + EVICT_EVERY, prev_last, prev_epoch, base_offset)
             if walked is not None:
