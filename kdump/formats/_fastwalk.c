@@ -22,6 +22,8 @@
  *   headers(columns, n, header_type) -> list of header tuples
  *   index_agrees(kind, index, base_offset, positions, bases, lasts, max_timestamps, valid_bytes) -> bool
  *       (kind 0 .index, 1 .timeindex; the columns int64 arrays of the valid log's batches)
+ *   build_indexes(positions, last_offsets, max_timestamps, interval_bytes, base_offset)
+ *       -> (index bytes, timeindex bytes) | None
  *   crc32c(data, crc=0) -> int   (the checksum the walk uses: hardware where the CPU has it)
  *   crc32c_impl() -> "sse4.2" | "armv8-crc" | "table"
  */
@@ -487,6 +489,99 @@ static PyObject *index_agrees(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* ---- index entries as LogSegment.recover writes them ---------------------------------------- */
+
+static inline void put_be32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* The .index and .timeindex bytes of a segment's valid batches (kdump/ops/reindex.py's
+ * build_segment_indexes then encode_offset_index / encode_time_index): an offset entry for a batch
+ * that starts more than `interval` bytes after the last entry's batch, a time entry with it when
+ * the largest timestamp so far grew, and a last time entry for the largest timestamp. None when
+ * an entry would not fit the file format (the Python encoders say why). */
+static PyObject *build_indexes(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer pv, lv, mv;
+    long long interval, base;
+    if (!PyArg_ParseTuple(args, "y*y*y*LL", &pv, &lv, &mv, &interval, &base)) return NULL;
+    Py_ssize_t n = pv.len / 8;
+    PyObject *result = NULL;
+    uint8_t *off = NULL, *tim = NULL;
+    Py_ssize_t no = 0, nt = 0;
+    int ok = lv.len == pv.len && mv.len == pv.len && pv.len % 8 == 0;
+    if (ok) {
+        off = PyMem_RawMalloc((size_t)(n ? n : 1) * 8);
+        tim = PyMem_RawMalloc((size_t)(n + 1) * 12);
+        if (off == NULL || tim == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    const int64_t *positions = pv.buf, *lasts = lv.buf, *maxts = mv.buf;
+    int64_t max_ts = -1, offset_of_max = -1, last_time_ts = -1, last_entry_position = 0;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        if (maxts[i] > max_ts) {
+            max_ts = maxts[i];
+            offset_of_max = lasts[i];
+        }
+        int64_t gap;
+        if (__builtin_sub_overflow(positions[i], last_entry_position, &gap)) {
+            ok = 0;
+            break;
+        }
+        if (gap > interval) {
+            int64_t rel = lasts[i] - base;
+            if (lasts[i] < base || rel > 2147483647LL || positions[i] < 0 || positions[i] > 2147483647LL) {
+                ok = 0;
+                break;
+            }
+            put_be32(off + no * 8, (uint32_t)rel);
+            put_be32(off + no * 8 + 4, (uint32_t)positions[i]);
+            no++;
+            if (max_ts > last_time_ts) {
+                int64_t trel = offset_of_max - base;
+                if (offset_of_max < base || trel > 2147483647LL) {
+                    ok = 0;
+                    break;
+                }
+                put_be32(tim + nt * 12, (uint32_t)((uint64_t)max_ts >> 32));
+                put_be32(tim + nt * 12 + 4, (uint32_t)max_ts);
+                put_be32(tim + nt * 12 + 8, (uint32_t)trel);
+                nt++;
+                last_time_ts = max_ts;
+            }
+            last_entry_position = positions[i];
+        }
+    }
+    if (ok && max_ts > last_time_ts) {
+        int64_t trel = offset_of_max - base;
+        if (offset_of_max < base || trel > 2147483647LL) {
+            ok = 0;
+        } else {
+            put_be32(tim + nt * 12, (uint32_t)((uint64_t)max_ts >> 32));
+            put_be32(tim + nt * 12 + 4, (uint32_t)max_ts);
+            put_be32(tim + nt * 12 + 8, (uint32_t)trel);
+            nt++;
+        }
+    }
+    if (!ok) {
+        result = Py_NewRef(Py_None);
+    } else {
+        result = Py_BuildValue("(y#y#)", (const char *)off, no * 8, (const char *)tim, nt * 12);
+    }
+done:
+    PyMem_RawFree(off);
+    PyMem_RawFree(tim);
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&lv);
+    PyBuffer_Release(&mv);
+    return result;
+}
+
 static PyObject *py_crc32c(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
@@ -529,6 +624,7 @@ static PyMethodDef methods[] = {
     {"walk_v2", walk_v2, METH_VARARGS, "Walk a run of clean v2 batches; their columns."},
     {"headers", headers, METH_VARARGS, "A run's batch header tuples."},
     {"index_agrees", index_agrees, METH_VARARGS, "Whether an index agrees with the batches past all doubt."},
+    {"build_indexes", build_indexes, METH_VARARGS, "A segment's .index and .timeindex bytes, or None."},
     {"crc32c", py_crc32c, METH_VARARGS, "CRC-32C of a buffer (hardware where the CPU has it)."},
     {"crc32c_impl", py_crc32c_impl, METH_NOARGS, "Which CRC-32C implementation runs."},
     {"crc32c_force_table", py_crc32c_force_table, METH_O, "Test hook: software CRC-32C on or off."},

@@ -26,3 +26,6 @@ def index_agrees(
     max_timestamps: Buffer,
     valid_bytes: int,
 ) -> bool: ...
+def build_indexes(
+    positions: Buffer, last_offsets: Buffer, max_timestamps: Buffer, interval_bytes: int, base_offset: int
+) -> tuple[bytes, bytes] | None: ...

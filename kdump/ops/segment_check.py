@@ -9,6 +9,7 @@ from __future__ import annotations
 import array
 import bisect
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +47,14 @@ class SegmentResult:
     # (kind, producer id, offset): first offsets of transactional batches, and markers
     txn_events: tuple[tuple[str, int, int], ...] = ()
     txn_index: TxnIndexContents | None = None
-    spans: tuple[BatchSpan, ...] = field(default=(), repr=False)
+    # The valid batches' (position, base offset, last offset, max timestamp) as columns: int64
+    # arrays (lists where a value does not fit one), when asked for (`keep_spans`).
+    columns: tuple[Sequence[int], ...] = field(default=(), repr=False)
+
+    @property
+    def spans(self) -> tuple[BatchSpan, ...]:
+        """The valid batches, one span each (from `columns`)."""
+        return tuple(BatchSpan(*row) for row in zip(*self.columns, strict=True)) if self.columns else ()
 
 
 def check_segment(
@@ -134,7 +142,7 @@ def check_segment(
         tuple(epochs),
         tuple(txn_events),
         txn_index,
-        tuple(batches.table.spans) if keep_spans else (),
+        batches.columns if keep_spans else (),
     )
 
 
