@@ -423,14 +423,9 @@ class RecoveredRecord:
     record: Record
 
 
-def recovered_batches(
-    plan: SalvagePlan, failures: list[Finding] | None = None
-) -> Iterator[tuple[Segment, BatchHeader, list[Record]]]:
-    """Every kept batch with its records, in partition order (control records included).
-
-    A checksum-valid batch whose records still do not decode (a codec library missing, a
-    payload that does not decompress) yields what decodes; its findings go to `failures`.
-    """
+def kept_batches(plan: SalvagePlan) -> Iterator[tuple[Segment, memoryview, BatchHeader]]:
+    """Every kept batch with the mapped segment it is in, in partition order; the pages of what
+    was passed are handed back as it goes (memory stays flat)."""
     for sp in plan.segments:
         if not sp.kept:
             continue
@@ -439,11 +434,31 @@ def recovered_batches(
         with open_buffer(seg.log) as buf:
             release = PageRelease(buf)
             for k in sp.kept:
-                records, findings = decode_batch_records(buf, k.header, str(seg.log))
-                if failures is not None:
-                    failures.extend(f for f in findings if f.severity.label != "info")
+                yield seg, buf, k.header
                 release(k.header.position + k.header.size)
-                yield seg, k.header, records
+
+
+def batch_records(
+    seg: Segment, buf: memoryview, h: BatchHeader, failures: list[Finding] | None = None
+) -> list[Record]:
+    """A kept batch's records the reference way; what keeps some from decoding (a codec library
+    missing, a payload that does not decompress) goes to `failures`."""
+    records, findings = decode_batch_records(buf, h, str(seg.log))
+    if failures is not None:
+        failures.extend(f for f in findings if f.severity.label != "info")
+    return records
+
+
+def recovered_batches(
+    plan: SalvagePlan, failures: list[Finding] | None = None
+) -> Iterator[tuple[Segment, BatchHeader, list[Record]]]:
+    """Every kept batch with its records, in partition order (control records included).
+
+    A checksum-valid batch whose records still do not decode (a codec library missing, a
+    payload that does not decompress) yields what decodes; its findings go to `failures`.
+    """
+    for seg, buf, h in kept_batches(plan):
+        yield seg, h, batch_records(seg, buf, h, failures)
 
 
 def recovered_records(plan: SalvagePlan, failures: list[Finding] | None = None) -> Iterator[RecoveredRecord]:

@@ -22,6 +22,8 @@ from typing import IO, Any
 
 from kdump.errors import DecodeError, KdumpError, PathError, RefusedError
 from kdump.findings import Finding, Severity
+from kdump.formats import fast_records
+from kdump.formats.arrow_columns import payload_of
 from kdump.formats.batch import BatchHeader, decode_legacy_header, decode_v2_header
 from kdump.formats.checkpoints import decode_partition_metadata
 from kdump.formats.filenames import PARTITION_METADATA
@@ -30,7 +32,7 @@ from kdump.model.log_dir import Target, looks_like_log_dir
 from kdump.model.partition import PartitionDir
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, plan_partition
 from kdump.ops.safety import fsync_dir
-from kdump.ops.salvage import PageRelease, SalvagePlan, plan_salvage, recovered_batches
+from kdump.ops.salvage import PageRelease, SalvagePlan, batch_records, kept_batches, plan_salvage
 from kdump.ops.salvage_partial import partial_batches
 from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
 from kdump.scan.source import open_buffer, read_small_file
@@ -47,6 +49,9 @@ _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 RecordLine = Callable[[Record, BatchHeader, str], str]
 """A record as one JSON line: `kdump.render.jsonl.record_line`, given by the caller (ops cannot
 import render)."""
+BatchLines = Callable[[Any, BatchHeader, str], bytes | None]
+"""The record lines of a whole batch from its decompressed records, through the compiled record
+path (`kdump.render.fast_lines`), or None when the batch needs the reference (`RecordLine`)."""
 
 
 def _inside_log_dir(path: Path, source: Path) -> Path | None:
@@ -262,6 +267,7 @@ def salvage(
     out: Path,
     *,
     record_line: RecordLine,
+    batch_lines: BatchLines | None = None,
     interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     parquet: bool = True,
     interval_source: str = "the broker default",
@@ -277,7 +283,7 @@ def salvage(
     odir = OutputDir.create(out, part.path)
     clean = write_clean_partition(plan, odir, interval_bytes)
     result = SalvageResult(plan, odir.path, clean, parquet=parquet)
-    _write_records(result, odir, record_line)
+    _write_records(result, odir, record_line, batch_lines)
     _write_partial(result, odir, record_line)
     result.report = build_report(result, interval_bytes, interval_source)
     fh = odir.open_new(REPORT_JSON, text=True)
@@ -288,9 +294,14 @@ def salvage(
     return result
 
 
-def _write_records(result: SalvageResult, odir: OutputDir, record_line: RecordLine) -> None:
+def _write_records(
+    result: SalvageResult, odir: OutputDir, record_line: RecordLine, batch_lines: BatchLines | None
+) -> None:
+    """records.jsonl and records.parquet, batch by batch as they are read (constant memory):
+    clean batches from the compiled record path's buffers (lines rendered in C, Arrow columns),
+    the others record by record the reference way."""
     part = result.plan.partition
-    jsonl = odir.open_new(RECORDS_JSONL, text=True)
+    jsonl = odir.open_new(RECORDS_JSONL)
     pq_writer = None
     pq_file = None
     if result.parquet:
@@ -298,11 +309,21 @@ def _write_records(result: SalvageResult, odir: OutputDir, record_line: RecordLi
 
         pq_file = odir.open_new(RECORDS_PARQUET)
         pq_writer = ParquetRecords(pq_file, part.topic, part.partition)
-    for seg, batch, records in recovered_batches(result.plan, result.record_findings):
+    compiled = batch_lines is not None and fast_records.compiled is not None
+    for seg, buf, batch in kept_batches(result.plan):
+        file = str(seg.log)
+        data = payload_of(buf, batch) if compiled else None
+        lines = batch_lines(data, batch, file) if data is not None and batch_lines is not None else None
+        if lines is not None and batch.count:
+            jsonl.write(lines)
+            result.records += batch.count
+            if pq_writer is not None:
+                pq_writer.add_clean(seg, batch, data)
+            continue
+        records = batch_records(seg, buf, batch, result.record_findings)
         if not records:
             continue
-        file = str(seg.log)
-        jsonl.write("\n".join([record_line(r, batch, file) for r in records]) + "\n")
+        jsonl.write(("\n".join([record_line(r, batch, file) for r in records]) + "\n").encode())
         result.records += len(records)
         if batch.is_control:
             result.control_records += len(records)

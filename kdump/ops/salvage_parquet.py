@@ -76,9 +76,58 @@ class ParquetRecords:
         self._cols: dict[str, list[Any]] = {name: [] for name, _ in COLUMNS}
         self.rows = 0
         self._bytes = 0
+        # Clean batches waiting to be written from the compiled path's buffers, in order.
+        self._clean: list[tuple[Segment, BatchHeader, Any]] = []
+        self._clean_rows = 0
+        self._clean_bytes = 0
+
+    def add_clean(self, segment: Segment, batch: BatchHeader, data: Any) -> None:
+        """A clean v2 data batch by its decompressed records (`data`): written from the compiled
+        record path's Arrow buffers, many batches at a time."""
+        if self._cols["offset"]:
+            self._flush()  # rows stay in order
+        self._clean.append((segment, batch, data))
+        self._clean_rows += batch.count or 0
+        self._clean_bytes += len(data)
+        if self._clean_rows >= ROW_GROUP or self._clean_bytes >= ROW_GROUP_BYTES:
+            self._flush_clean()
+
+    def _flush_clean(self) -> None:
+        if not self._clean:
+            return
+        from kdump.formats import fast_records
+        from kdump.formats.arrow_columns import record_arrays
+
+        pending, self._clean = self._clean, []
+        self._clean_rows = self._clean_bytes = 0
+        out = fast_records.columns_v2_many([(data, h) for _, h, data in pending])
+        arrays = record_arrays(out[1]) if out is not None and out[0] == len(pending) else None
+        if arrays is None:
+            # Not buildable exactly in one go (a header key that is not UTF-8, a timestamp out of
+            # range): these batches' records the reference way.
+            for seg, h, data in pending:
+                decoded = fast_records.decode_v2(data, h)
+                assert decoded is not None  # the compiled path rendered it: it decodes
+                self.add_batch(seg, h, decoded[0])
+            self._flush()
+            return
+        pa = self._pa
+        index = arrays["batch_index"]
+        per_batch = {
+            "topic": pa.array([self._topic] * len(pending), pa.string()),
+            "partition": pa.array([self._partition] * len(pending), pa.int32()),
+            "timestampType": pa.array([h.timestamp_type for _, h, _ in pending], pa.int32()),
+            "segment": pa.array([str(seg.log) for seg, _, _ in pending], pa.string()),
+            "position": pa.array([h.position for _, h, _ in pending], pa.int64()),
+            "isControl": pa.array([h.is_control for _, h, _ in pending], pa.bool_()),
+        }
+        columns = [arrays[name] if name in arrays else per_batch[name].take(index) for name, _ in COLUMNS]
+        self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema))
+        self.rows += len(index)
 
     def add_batch(self, segment: Segment, batch: BatchHeader, records: list[Record]) -> None:
         """The records of one kept batch."""
+        self._flush_clean()  # rows stay in order
         c = self._cols
         n = len(records)
         c["key"].extend(r.key for r in records)
@@ -111,5 +160,6 @@ class ParquetRecords:
 
     def close(self) -> None:
         """Write what is left and the footer."""
+        self._flush_clean()
         self._flush()
         self._writer.close()
