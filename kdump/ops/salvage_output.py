@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +25,9 @@ from kdump.errors import DecodeError, KdumpError, PathError, RefusedError
 from kdump.findings import Finding, Severity
 from kdump.formats import fast_records
 from kdump.formats.arrow_columns import payload_of
-from kdump.formats.batch import BatchHeader, decode_legacy_header, decode_v2_header
+from kdump.formats.batch import BatchHeader, decode_legacy_header, decode_v2_header, v2_crc
 from kdump.formats.checkpoints import decode_partition_metadata
+from kdump.formats.constants import V2_HEADER_SIZE
 from kdump.formats.filenames import PARTITION_METADATA
 from kdump.formats.records import Record
 from kdump.model.log_dir import Target, looks_like_log_dir
@@ -43,6 +45,7 @@ PARTIAL_JSONL = "partial-unverified.jsonl"
 REPORT_JSON = "report.json"
 RECORDS_MISSING = ("record-decode-failed", "decompression-failed", "codec-unavailable")
 
+_STORED_CRC = struct.Struct(">I")
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
@@ -174,14 +177,19 @@ def write_clean_partition(
         fh = out.open_new(Path(part.name) / f"{seg.name}.log")
         with open_buffer(seg.log) as buf:
             release = PageRelease(buf)
+            start = end = 0  # the range of adjacent kept batches not written yet
             for k in sp.kept:
                 h = k.header
                 # The checksum is verified again on the very bytes copied: a file that changed since
                 # it was scanned stops the salvage rather than put unverified bytes in.
                 _check_unchanged(buf, h, seg.log)
-                fh.write(buf[h.position : h.position + h.size])
+                if h.position != end or end - start >= _WRITE_RUN:
+                    fh.write(buf[start:end])
+                    release(end)
+                    start = h.position
+                end = h.position + h.size
                 clean.log_bytes += h.size
-                release(h.position + h.size)
+            fh.write(buf[start:end])
         _close_synced(fh)
         clean.segments.append(f"{seg.name}.log")
         clean.batches += len(sp.kept)
@@ -203,9 +211,19 @@ def write_clean_partition(
     return clean
 
 
+# Adjacent kept batches are copied in one write of up to this many bytes.
+_WRITE_RUN = 4 << 20
+
+
 def _check_unchanged(buf: memoryview, h: BatchHeader, log: Path) -> None:
-    now = (decode_v2_header if h.magic == 2 else decode_legacy_header)(buf, h.position, h.size)
-    if len(buf) < h.position + h.size or not now.crc_ok or now.crc != h.crc:
+    end = h.position + h.size
+    if len(buf) >= end and h.magic == 2 and h.size >= V2_HEADER_SIZE:
+        # The stored checksum and the checksum of the bytes now there, without a header object.
+        now_ok = _STORED_CRC.unpack_from(buf, h.position + 17)[0] == h.crc == v2_crc(buf, h.position, h.size)
+    else:
+        now = (decode_v2_header if h.magic == 2 else decode_legacy_header)(buf, h.position, h.size)
+        now_ok = len(buf) >= end and now.crc_ok and now.crc == h.crc
+    if not now_ok:
         raise KdumpError(f"{log} changed while it was being salvaged (batch at position {h.position})")
 
 
