@@ -17,15 +17,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -211,6 +215,74 @@ def running_server() -> Iterator[S3Store]:
             proc.wait(timeout=15)
         log.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+# --- counting requests on the wire -------------------------------------------------------------
+
+REQUEST_LINE = re.compile(rb"(GET|HEAD|PUT|POST|DELETE) (\S+) HTTP/1\.[01]\r\n")
+
+
+class Counting:
+    """Request lines seen, by method and by object path."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests: list[tuple[str, str]] = []
+
+    def add(self, method: bytes, target: bytes) -> None:
+        path = unquote(urlsplit(target.decode()).path)
+        with self.lock:
+            self.requests.append((method.decode(), path))
+
+
+def _pipe(src: socket.socket, dst: socket.socket, counting: Counting | None) -> None:
+    pending = b""
+    try:
+        while data := src.recv(1 << 16):
+            dst.sendall(data)
+            if counting is not None:
+                pending += data
+                last = 0
+                for m in REQUEST_LINE.finditer(pending):
+                    counting.add(m.group(1), m.group(2))
+                    last = m.end()
+                pending = pending[last:][-4096:]
+    except OSError:
+        pass
+    finally:
+        for s in (src, dst):
+            with suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+
+@contextmanager
+def counting_proxy(endpoint: str) -> Iterator[tuple[str, Counting]]:
+    """A proxy to `endpoint` on a free local port; yields its endpoint and the request counter."""
+    target = urlsplit(endpoint)
+    counting = Counting()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection((target.hostname, target.port))
+            threading.Thread(target=_pipe, args=(client, upstream, counting), daemon=True).start()
+            threading.Thread(target=_pipe, args=(upstream, client, None), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}", counting
+    finally:
+        stop.set()
+        listener.close()
 
 
 @pytest.fixture(scope="session")

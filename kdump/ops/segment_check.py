@@ -79,7 +79,7 @@ def check_segment(
     try:
         # The whole file is mapped and the scan limited: a cut prefix must not look like a torn tail.
         # One forward scan: a stored log is fetched as it goes, in constant memory.
-        with open_scan(segment.log) as (buf, ready):
+        with open_scan(segment.log, max_bytes) as (buf, ready):
             for ev in scan_log(
                 buf,
                 file=log_label,

@@ -20,8 +20,12 @@ def main() -> None:
     """Print every record of the segment as one JSON line."""
     from aiokafka.record.memory_records import MemoryRecords
 
-    out = io.TextIOWrapper(open(sys.stdout.fileno(), "wb", closefd=False, buffering=1 << 16), encoding="utf-8")
-    with open(sys.argv[1], "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as data:
+    with (
+        open(sys.stdout.fileno(), "wb", closefd=False, buffering=1 << 16) as raw,
+        io.TextIOWrapper(raw, encoding="utf-8") as out,
+        open(sys.argv[1], "rb") as f,
+        mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as data,
+    ):
         records = MemoryRecords(bytes(data))
         while (batch := records.next_batch()) is not None:
             if not batch.validate_crc():
@@ -35,12 +39,14 @@ def main() -> None:
                             "timestamp": r.timestamp,
                             "key": None if key is None else key.decode("utf-8", "replace"),
                             "value": None if value is None else value.decode("utf-8", "replace"),
-                            "headers": [[k, None if v is None else v.decode("utf-8", "replace")] for k, v in r.headers],
+                            "headers": [
+                                [k, None if v is None else v.decode("utf-8", "replace")] for k, v in r.headers
+                            ],
                         }
                     )
                 )
                 out.write("\n")
-    out.flush()
+        out.flush()
 
 
 if __name__ == "__main__":
