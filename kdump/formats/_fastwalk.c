@@ -367,7 +367,9 @@ static PyObject *headers(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
 #define COL(c) col[(c) * n + i]
         int64_t attributes = COL(C_ATTRIBUTES);
+        PyObject *crc = PyLong_FromLongLong(COL(C_CRC)); /* crc and computed_crc: one object */
         PyObject *t = ht->tp_alloc(ht, 21);
+        if (t == NULL) Py_XDECREF(crc);
         if (t == NULL) goto fail;
         PyList_SET_ITEM(list, i, t);
         PyObject *items[21] = {
@@ -377,9 +379,9 @@ static PyObject *headers(PyObject *self, PyObject *args) {
             PyLong_FromLongLong(COL(C_COUNT)),
             PyLong_FromLongLong(COL(C_SIZE)),
             PyLong_FromLong(2),
-            PyLong_FromLongLong(COL(C_CRC)),
+            crc,
             Py_NewRef(Py_True),
-            PyLong_FromLongLong(COL(C_CRC)),
+            Py_XNewRef(crc),
             PyLong_FromLongLong(attributes),
             PyLong_FromLongLong(attributes & 0x07),
             PyLong_FromLongLong((attributes & 0x08) >> 3),

@@ -34,8 +34,9 @@ from kdump.model.log_dir import Target, looks_like_log_dir
 from kdump.model.partition import PartitionDir
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, plan_partition
 from kdump.ops.safety import fsync_dir
-from kdump.ops.salvage import PageRelease, SalvagePlan, batch_records, kept_batches, plan_salvage
+from kdump.ops.salvage import SalvagePlan, plan_salvage
 from kdump.ops.salvage_partial import partial_batches
+from kdump.ops.salvage_read import PageRelease, batch_records, kept_batches
 from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
 from kdump.scan.source import open_buffer, read_small_file
 
@@ -293,11 +294,13 @@ def salvage(
     """Salvage a partition directory into `out`: clean partition, records, partial records, report."""
     from kdump.ops.salvage_report import build_report
 
+    plan = plan_salvage(part)
     if parquet:
         from kdump.ops.salvage_parquet import load_pyarrow
 
-        load_pyarrow()  # fail before anything is written
-    plan = plan_salvage(part)
+        # Fail before anything is written; imported after the plan, whose scan is the other peak
+        # of memory.
+        load_pyarrow()
     odir = OutputDir.create(out, part.path)
     clean = write_clean_partition(plan, odir, interval_bytes)
     result = SalvageResult(plan, odir.path, clean, parquet=parquet)
