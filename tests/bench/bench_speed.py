@@ -90,7 +90,7 @@ def main() -> None:
                     [
                         "sh",
                         "-c",
-                        f'exec "$0" dump --records --format json "$1" > "$2"',
+                        'exec "$0" dump --records --format json "$1" > "$2"',
                         kdump,
                         log,
                         str(tmp / "dump.jsonl"),
