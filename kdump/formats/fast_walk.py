@@ -14,12 +14,11 @@ scan would have yielded for those batches.
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
 from typing import NamedTuple
 
 from kdump.formats.batch import BatchHeader
-from kdump.formats.fast_records import PURE_PYTHON_ENV
+from kdump.formats.fast_records import load_compiled
 
 Buffer = bytes | bytearray | memoryview
 
@@ -46,18 +45,8 @@ MAX_RUN = 8192
 _INT64_MAX = (1 << 63) - 1
 
 
-def _load() -> ModuleType | None:
-    if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0"):
-        return None
-    try:
-        from kdump.formats import _fastwalk
-    except ImportError:
-        return None
-    return _fastwalk
-
-
 # The compiled module, or None for the reference path (tests set it to None to compare the two).
-compiled: ModuleType | None = _load()
+compiled: ModuleType | None = load_compiled("_fastwalk")
 
 
 class BatchRun(NamedTuple):
