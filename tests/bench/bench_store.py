@@ -76,6 +76,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--partitions", type=int, default=100)
     ap.add_argument("--fleet-only", action="store_true", help="only the fleet verify figures")
+    ap.add_argument("--no-fleet", action="store_true", help="only the data source figures")
     args = ap.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     log = build("C", args.dir)
@@ -149,6 +150,9 @@ def main() -> None:
                 f"(runs {', '.join(f'{p:.2f}' for p in paired)}; load {os.getloadavg()[0]:.1f})"
             )
 
+        if args.no_fleet:
+            spark.stop()
+            return
         print(f"\nfleet verify of {args.partitions} partitions, median of {args.runs}")
         opts = VerifyOptions()
         _, local_secs = median_time(args.runs, lambda: list(verify_targets([discover(str(fleet))], opts)))
