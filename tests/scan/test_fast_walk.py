@@ -287,3 +287,11 @@ def test_hypothesis_segments_with_damage(seed: int, n: int, transactional: bool,
     seg = _segment(seed, n, transactional)
     data = _damage(bytearray(seg.data), damage)
     _every_way(data, seg.base_offset)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _say_how_much_was_compared() -> Iterator[None]:
+    yield
+    print(
+        f"\ncompiled walk against the reference: {COMPARED['scans']} scans, {COMPARED['events']} events compared"
+    )
