@@ -72,6 +72,6 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 # Real Kafka brokers (fetched with Maven into a cache outside git) for the 4.x corpus and behaviour
-# tests, and a real S3 server (moto's) for the storage layer and the Spark source on s3:// paths.
+# tests, and a real S3 server (SeaweedFS) for the storage layer and the Spark source on s3:// paths.
 from brokers.fixtures import kafka_newest, kafka_single  # noqa: E402, F401
 from s3_server import s3_store  # noqa: E402, F401

@@ -78,7 +78,7 @@ def salvage_command(
       kdump salvage --format json orders-0 --out /tmp/s | jq .lost_offsets
     """
     from kdump.ops.salvage_output import salvage
-    from kdump.render.salvage import record_lines, text_report
+    from kdump.render.salvage import batch_lines, record_lines, text_report
 
     fmt = resolve_format(fmt)
     try:
@@ -95,6 +95,7 @@ def salvage_command(
         part,
         out,
         record_line=record_lines(encoding),
+        batch_lines=batch_lines(encoding),
         interval_bytes=interval,
         parquet=not no_parquet,
         interval_source=source,

@@ -35,3 +35,13 @@ Column = tuple[bytes, bytes, bytes, int]
 def columns_v2_many(
     items: list[tuple[Buffer, int, int, int, int, bool, int, bool]],
 ) -> tuple[int, int, bytes, bytes, Column, Column, bytes, Column, Column, bytes]: ...
+def check_v2(
+    data: Buffer,
+    base_offset: int,
+    last_offset: int,
+    base_ts: int,
+    max_ts: int,
+    log_append: bool,
+    count: int,
+    check_max_ts: bool,
+) -> bool: ...

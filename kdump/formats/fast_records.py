@@ -13,6 +13,7 @@ be faster, never different (tests/formats/test_fast_records.py holds the two byt
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 from typing import NamedTuple
@@ -25,18 +26,18 @@ PURE_PYTHON_ENV = "KDUMP_PURE_PYTHON"
 Buffer = bytes | bytearray | memoryview
 
 
-def _load() -> ModuleType | None:
+def load_compiled(name: str) -> ModuleType | None:
+    """The compiled module `kdump.formats.<name>`, or None: not built, or `KDUMP_PURE_PYTHON=1`."""
     if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0"):
         return None
     try:
-        from kdump.formats import _fastrecords
+        return importlib.import_module(f"kdump.formats.{name}")
     except ImportError:
         return None
-    return _fastrecords
 
 
 # The compiled module, or None for the reference path (tests set it to None to compare the two).
-compiled: ModuleType | None = _load()
+compiled: ModuleType | None = load_compiled("_fastrecords")
 
 FORMATS = {"json": 0, "text": 1}
 ENCODINGS = {"utf8": 0, "hex": 1, "base64": 2}

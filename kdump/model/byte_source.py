@@ -248,13 +248,14 @@ _LARGEST_FETCH = 16 << 20
 
 
 def fetch_ahead(
-    fill: Callable[[int, int], object] | None, position: int, size: int
+    fill: Callable[[int, int], object] | None, position: int, size: int, first: int = _FIRST_FETCH
 ) -> Callable[[int], None] | None:
     """The scanner's `ready` hook (`scan_log(ready=...)`) for a scan from `position` of a lazily
-    filled buffer of `size` bytes (`ByteSource.lazy_buffer`); None for a complete buffer."""
+    filled buffer of `size` bytes (`ByteSource.lazy_buffer`); None for a complete buffer. The first
+    request fetches `first` bytes (or what is asked, if more), each next one twice as many."""
     if fill is None:
         return None
-    state = [position, _FIRST_FETCH]  # fetched up to, next request's size
+    state = [position, first]  # fetched up to, next request's size
 
     def ready(upto: int) -> None:
         if upto > state[0]:
@@ -278,13 +279,16 @@ def fetch_entry(fill: Callable[[int, int], object] | None, buf: memoryview, posi
 
 
 @contextmanager
-def open_scan(path: Path) -> Iterator[tuple[memoryview, Callable[[int], None] | None]]:
+def open_scan(
+    path: Path, max_bytes: int | None = None
+) -> Iterator[tuple[memoryview, Callable[[int], None] | None]]:
     """A file's bytes for one forward scan, and the scanner's `ready` hook (None: all there).
 
     A local file is mapped. A stored one is fetched ahead of the scan as it goes and the memory
     of what it has passed is handed back (`scan_log` releases it as it releases a mapped file's
     pages), so a scan of a stored segment has a constant footprint: the caller must read nothing
-    behind the scan's position.
+    behind the scan's position. A scan reads the whole file (or its first `max_bytes`): its first
+    request fetches up to 16 MiB of it, so a file of that size or less costs one request.
 
     Raises:
         PathError: the file cannot be opened.
@@ -294,7 +298,8 @@ def open_scan(path: Path) -> Iterator[tuple[memoryview, Callable[[int], None] | 
             yield buf, None
         return
     with sparse_buffer(str(path), releasable=True) as sb:
-        yield sb.view, fetch_ahead(sb.fill, 0, sb.size)
+        first = _LARGEST_FETCH if max_bytes is None else max(1, min(_LARGEST_FETCH, max_bytes))
+        yield sb.view, fetch_ahead(sb.fill, 0, sb.size, first)
 
 
 def open_local(path: Path, *, forward_only: bool = False) -> ByteSource:

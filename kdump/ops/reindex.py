@@ -18,13 +18,16 @@ across the partition's segments, as recovery does.
 
 from __future__ import annotations
 
+import array
 import dataclasses
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdump.errors import KdumpError
 from kdump.findings import CATALOG, Finding, Severity
+from kdump.formats import fast_walk
 from kdump.formats.offset_index import (
     OffsetIndexContents,
     OffsetIndexEntry,
@@ -176,7 +179,7 @@ def _index_change(
     path: Path,
     kind: str,
     new: bytes,
-    new_entries: list[tuple[int, int]],
+    new_entries_of: Callable[[], list[tuple[int, int]]],
     decode: Callable[[bytes], OffsetIndexContents | TimeIndexContents],
     is_stale: Callable[[tuple[int, int]], bool],
 ) -> FileChange | None:
@@ -184,6 +187,7 @@ def _index_change(
     old = _read(path if path.exists() else None)
     if old == new:
         return None
+    new_entries = new_entries_of()
     old_entries: list[tuple[int, int]] = []
     prealloc = 0
     if old is not None:
@@ -207,22 +211,45 @@ def _index_change(
     )
 
 
+def _rebuilt(result: SegmentResult, interval_bytes: int) -> tuple[bytes, bytes]:
+    """The `.index` and `.timeindex` bytes the recovery rule writes for the segment's valid batches:
+    built in C from the columns where the compiled walk is built, else by `build_segment_indexes`."""
+    seg = result.segment
+    positions, _bases, lasts, max_ts = result.columns or ((), (), (), ())
+    walk = fast_walk.compiled
+    if (
+        walk is not None
+        and all(isinstance(c, array.array) for c in (positions, lasts, max_ts))
+        and 0 <= interval_bytes < 1 << 63
+        and 0 <= seg.base_offset < 1 << 63
+    ):
+        built: tuple[bytes, bytes] | None = walk.build_indexes(
+            positions, lasts, max_ts, interval_bytes, seg.base_offset
+        )
+        if built is not None:
+            return built
+    spans = list(zip(positions, itertools.repeat(0), lasts, max_ts))
+    offset_entries, time_entries = build_segment_indexes(spans, interval_bytes)
+    return encode_offset_index(offset_entries, seg.base_offset), encode_time_index(
+        time_entries, seg.base_offset
+    )
+
+
 def plan_segment(result: SegmentResult, aborts: Sequence[AbortedTxn], interval_bytes: int) -> SegmentPlan:
     """Compare a segment's index files with their rebuild."""
     seg = result.segment
     assert seg.log is not None
     assert result.summary is not None
     valid = result.summary.valid_bytes
-    spans = [(s.position, 0, s.last_offset, s.max_timestamp) for s in result.spans]
-    offset_entries, time_entries = build_segment_indexes(spans, interval_bytes)
+    index_bytes, time_bytes = _rebuilt(result, interval_bytes)
     changes: list[FileChange] = []
 
     last = result.summary.last_offset
     index_change = _index_change(
         seg.index or seg.log.with_suffix(".index"),
         "index",
-        encode_offset_index(offset_entries, seg.base_offset),
-        [(e.offset, e.position) for e in offset_entries],
+        index_bytes,
+        lambda: [(e.offset, e.position) for e in decode_offset_index(index_bytes, seg.base_offset).entries],
         lambda data: decode_offset_index(data, seg.base_offset),
         # an offset index entry is stale when its position is past the valid log
         lambda entry: entry[1] >= valid,
@@ -230,8 +257,8 @@ def plan_segment(result: SegmentResult, aborts: Sequence[AbortedTxn], interval_b
     time_change = _index_change(
         seg.timeindex or seg.log.with_suffix(".timeindex"),
         "timeindex",
-        encode_time_index(time_entries, seg.base_offset),
-        [(e.timestamp, e.offset) for e in time_entries],
+        time_bytes,
+        lambda: [(e.timestamp, e.offset) for e in decode_time_index(time_bytes, seg.base_offset).entries],
         lambda data: decode_time_index(data, seg.base_offset),
         # a time index entry is stale when its offset is past the valid log's last offset
         lambda entry: last is not None and entry[1] > last,

@@ -24,19 +24,23 @@ keeps it), `framing` (through the length fields past a batch that failed its che
 from __future__ import annotations
 
 import bisect
-import contextlib
-import mmap
-from collections.abc import Iterator
+import struct
 from dataclasses import dataclass, field
 
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
-from kdump.formats.constants import MAX_RELATIVE_OFFSET
-from kdump.formats.records import Record
+from kdump.formats.constants import (
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    DELETE_HORIZON_MASK,
+    MAX_RELATIVE_OFFSET,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+)
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.scan.events import ScanSummary
-from kdump.scan.log_scanner import decode_batch_records, find_next_entry, scan_log
+from kdump.scan.log_scanner import find_next_entry, scan_log
 from kdump.scan.source import open_buffer
 
 INTACT, FRAMING, RESYNC = "intact", "framing", "resync"
@@ -47,14 +51,50 @@ HOW = {
 }
 
 
+# A checksum-valid v2 header, packed: position, size, then the header's fields (crc_ok is True and
+# the computed checksum the stored one). A kept batch holds this, not a header object: a plan of a
+# big segment keeps tens of thousands of them.
+_PACKED = struct.Struct("<qiqiibIhqqqhii")
+
+
 @dataclass(frozen=True, slots=True)
 class KeptBatch:
     """A batch whose bytes go into the clean partition, and how it was found."""
 
     segment: Segment
-    header: BatchHeader
+    packed: BatchHeader | bytes
     how: str
     broker_keeps: bool  # inside the prefix the broker's recovery keeps (`valid_bytes`)
+
+    @classmethod
+    def of(cls, segment: Segment, h: BatchHeader, how: str, broker_keeps: bool) -> KeptBatch:
+        """A kept batch holding its header packed where it can (a checksum-valid v2 batch)."""
+        packed: BatchHeader | bytes = h
+        if h.magic == 2 and h.crc_ok and h.base_offset is not None and h.count is not None:
+            try:
+                packed = _PACKED.pack(
+                    h.position, h.size, h.base_offset, h.last_offset - h.base_offset,
+                    h.partition_leader_epoch, h.magic, h.crc, h.attributes, h.base_timestamp,
+                    h.max_timestamp, h.producer_id, h.producer_epoch, h.base_sequence, h.count,
+                )  # fmt: skip
+            except struct.error:
+                packed = h
+        return cls(segment, packed, how, broker_keeps)
+
+    @property
+    def header(self) -> BatchHeader:
+        """The batch's header, as the scan read it."""
+        p = self.packed
+        if not isinstance(p, bytes):
+            return p
+        (pos, size, base, delta, epoch, magic, crc, attrs, base_ts, max_ts, pid, pepoch, bseq, count) = (
+            _PACKED.unpack(p)
+        )
+        return BatchHeader(
+            pos, base, base + delta, count, size, magic, crc, True, crc, attrs, attrs & COMPRESSION_MASK,
+            (attrs & TIMESTAMP_TYPE_MASK) >> 3, base_ts, max_ts, pid, pepoch, bseq, epoch,
+            bool(attrs & TRANSACTIONAL_MASK), bool(attrs & CONTROL_MASK), bool(attrs & DELETE_HORIZON_MASK),
+        )  # fmt: skip
 
     @property
     def low(self) -> int:
@@ -324,7 +364,7 @@ def plan_salvage(part: PartitionDir) -> SalvagePlan:
         valid = sp.summary.valid_bytes
         for ei, (h, how) in enumerate(entries):
             if (si, ei) in kept_keys:
-                sp.kept.append(KeptBatch(sp.segment, h, how, h.position + h.size <= valid))
+                sp.kept.append(KeptBatch.of(sp.segment, h, how, h.position + h.size <= valid))
         sp.regions = _regions(sp, entries, findings, kept_keys, rejected, si)
     _link(plans)
     for sp in plans:
@@ -392,62 +432,3 @@ def _link(plans: list[SegmentSalvage]) -> None:
         last = ev
         if current is not None:
             current.recovered.append(ev)
-
-
-class PageRelease:
-    """Hands back the mapped pages of a segment already read, every 16 MiB, so that resident
-    memory stays flat however big the segment (the pages stay in the page cache)."""
-
-    EVERY = 16 << 20
-
-    def __init__(self, buf: memoryview) -> None:
-        mm = buf.obj
-        self._mm = mm if isinstance(mm, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED") else None
-        self._done = 0
-
-    def __call__(self, position: int) -> None:
-        upto = position - position % mmap.PAGESIZE
-        if self._mm is None or upto - self._done < self.EVERY:
-            return
-        with contextlib.suppress(OSError, ValueError):
-            self._mm.madvise(mmap.MADV_DONTNEED, self._done, upto - self._done)
-        self._done = upto
-
-
-@dataclass(frozen=True, slots=True)
-class RecoveredRecord:
-    """A record of a kept batch."""
-
-    segment: Segment
-    batch: BatchHeader
-    record: Record
-
-
-def recovered_batches(
-    plan: SalvagePlan, failures: list[Finding] | None = None
-) -> Iterator[tuple[Segment, BatchHeader, list[Record]]]:
-    """Every kept batch with its records, in partition order (control records included).
-
-    A checksum-valid batch whose records still do not decode (a codec library missing, a
-    payload that does not decompress) yields what decodes; its findings go to `failures`.
-    """
-    for sp in plan.segments:
-        if not sp.kept:
-            continue
-        seg = sp.segment
-        assert seg.log is not None
-        with open_buffer(seg.log) as buf:
-            release = PageRelease(buf)
-            for k in sp.kept:
-                records, findings = decode_batch_records(buf, k.header, str(seg.log))
-                if failures is not None:
-                    failures.extend(f for f in findings if f.severity.label != "info")
-                release(k.header.position + k.header.size)
-                yield seg, k.header, records
-
-
-def recovered_records(plan: SalvagePlan, failures: list[Finding] | None = None) -> Iterator[RecoveredRecord]:
-    """Every record of every kept batch, in partition order (see `recovered_batches`)."""
-    for seg, header, records in recovered_batches(plan, failures):
-        for r in records:
-            yield RecoveredRecord(seg, header, r)

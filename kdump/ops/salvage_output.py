@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,16 +23,20 @@ from typing import IO, Any
 
 from kdump.errors import DecodeError, KdumpError, PathError, RefusedError
 from kdump.findings import Finding, Severity
-from kdump.formats.batch import BatchHeader, decode_legacy_header, decode_v2_header
+from kdump.formats import fast_records
+from kdump.formats.arrow_columns import payload_of
+from kdump.formats.batch import BatchHeader, decode_legacy_header, decode_v2_header, v2_crc
 from kdump.formats.checkpoints import decode_partition_metadata
+from kdump.formats.constants import V2_HEADER_SIZE
 from kdump.formats.filenames import PARTITION_METADATA
 from kdump.formats.records import Record
 from kdump.model.log_dir import Target, looks_like_log_dir
 from kdump.model.partition import PartitionDir
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, plan_partition
 from kdump.ops.safety import fsync_dir
-from kdump.ops.salvage import PageRelease, SalvagePlan, plan_salvage, recovered_batches
+from kdump.ops.salvage import SalvagePlan, plan_salvage
 from kdump.ops.salvage_partial import partial_batches
+from kdump.ops.salvage_read import PageRelease, batch_records, kept_batches
 from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
 from kdump.scan.source import open_buffer, read_small_file
 
@@ -41,12 +46,16 @@ PARTIAL_JSONL = "partial-unverified.jsonl"
 REPORT_JSON = "report.json"
 RECORDS_MISSING = ("record-decode-failed", "decompression-failed", "codec-unavailable")
 
+_STORED_CRC = struct.Struct(">I")
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 RecordLine = Callable[[Record, BatchHeader, str], str]
 """A record as one JSON line: `kdump.render.jsonl.record_line`, given by the caller (ops cannot
 import render)."""
+BatchLines = Callable[[Any, BatchHeader, str], bytes | None]
+"""The record lines of a whole batch from its decompressed records, through the compiled record
+path (`kdump.render.fast_lines`), or None when the batch needs the reference (`RecordLine`)."""
 
 
 def _inside_log_dir(path: Path, source: Path) -> Path | None:
@@ -169,14 +178,19 @@ def write_clean_partition(
         fh = out.open_new(Path(part.name) / f"{seg.name}.log")
         with open_buffer(seg.log) as buf:
             release = PageRelease(buf)
+            start = end = 0  # the range of adjacent kept batches not written yet
             for k in sp.kept:
                 h = k.header
                 # The checksum is verified again on the very bytes copied: a file that changed since
                 # it was scanned stops the salvage rather than put unverified bytes in.
                 _check_unchanged(buf, h, seg.log)
-                fh.write(buf[h.position : h.position + h.size])
+                if h.position != end or end - start >= _WRITE_RUN:
+                    fh.write(buf[start:end])
+                    release(end)
+                    start = h.position
+                end = h.position + h.size
                 clean.log_bytes += h.size
-                release(h.position + h.size)
+            fh.write(buf[start:end])
         _close_synced(fh)
         clean.segments.append(f"{seg.name}.log")
         clean.batches += len(sp.kept)
@@ -198,9 +212,19 @@ def write_clean_partition(
     return clean
 
 
+# Adjacent kept batches are copied in one write of up to this many bytes.
+_WRITE_RUN = 4 << 20
+
+
 def _check_unchanged(buf: memoryview, h: BatchHeader, log: Path) -> None:
-    now = (decode_v2_header if h.magic == 2 else decode_legacy_header)(buf, h.position, h.size)
-    if len(buf) < h.position + h.size or not now.crc_ok or now.crc != h.crc:
+    end = h.position + h.size
+    if len(buf) >= end and h.magic == 2 and h.size >= V2_HEADER_SIZE:
+        # The stored checksum and the checksum of the bytes now there, without a header object.
+        now_ok = _STORED_CRC.unpack_from(buf, h.position + 17)[0] == h.crc == v2_crc(buf, h.position, h.size)
+    else:
+        now = (decode_v2_header if h.magic == 2 else decode_legacy_header)(buf, h.position, h.size)
+        now_ok = len(buf) >= end and now.crc_ok and now.crc == h.crc
+    if not now_ok:
         raise KdumpError(f"{log} changed while it was being salvaged (batch at position {h.position})")
 
 
@@ -262,6 +286,7 @@ def salvage(
     out: Path,
     *,
     record_line: RecordLine,
+    batch_lines: BatchLines | None = None,
     interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     parquet: bool = True,
     interval_source: str = "the broker default",
@@ -269,15 +294,17 @@ def salvage(
     """Salvage a partition directory into `out`: clean partition, records, partial records, report."""
     from kdump.ops.salvage_report import build_report
 
+    plan = plan_salvage(part)
     if parquet:
         from kdump.ops.salvage_parquet import load_pyarrow
 
-        load_pyarrow()  # fail before anything is written
-    plan = plan_salvage(part)
+        # Fail before anything is written; imported after the plan, whose scan is the other peak
+        # of memory.
+        load_pyarrow()
     odir = OutputDir.create(out, part.path)
     clean = write_clean_partition(plan, odir, interval_bytes)
     result = SalvageResult(plan, odir.path, clean, parquet=parquet)
-    _write_records(result, odir, record_line)
+    _write_records(result, odir, record_line, batch_lines)
     _write_partial(result, odir, record_line)
     result.report = build_report(result, interval_bytes, interval_source)
     fh = odir.open_new(REPORT_JSON, text=True)
@@ -288,9 +315,14 @@ def salvage(
     return result
 
 
-def _write_records(result: SalvageResult, odir: OutputDir, record_line: RecordLine) -> None:
+def _write_records(
+    result: SalvageResult, odir: OutputDir, record_line: RecordLine, batch_lines: BatchLines | None
+) -> None:
+    """records.jsonl and records.parquet, batch by batch as they are read (constant memory):
+    clean batches from the compiled record path's buffers (lines rendered in C, Arrow columns),
+    the others record by record the reference way."""
     part = result.plan.partition
-    jsonl = odir.open_new(RECORDS_JSONL, text=True)
+    jsonl = odir.open_new(RECORDS_JSONL)
     pq_writer = None
     pq_file = None
     if result.parquet:
@@ -298,11 +330,21 @@ def _write_records(result: SalvageResult, odir: OutputDir, record_line: RecordLi
 
         pq_file = odir.open_new(RECORDS_PARQUET)
         pq_writer = ParquetRecords(pq_file, part.topic, part.partition)
-    for seg, batch, records in recovered_batches(result.plan, result.record_findings):
+    compiled = batch_lines is not None and fast_records.compiled is not None
+    for seg, buf, batch in kept_batches(result.plan):
+        file = str(seg.log)
+        data = payload_of(buf, batch) if compiled else None
+        lines = batch_lines(data, batch, file) if data is not None and batch_lines is not None else None
+        if lines is not None and batch.count:
+            jsonl.write(lines)
+            result.records += batch.count
+            if pq_writer is not None:
+                pq_writer.add_clean(seg, batch, data)
+            continue
+        records = batch_records(seg, buf, batch, result.record_findings)
         if not records:
             continue
-        file = str(seg.log)
-        jsonl.write("\n".join([record_line(r, batch, file) for r in records]) + "\n")
+        jsonl.write(("\n".join([record_line(r, batch, file) for r in records]) + "\n").encode())
         result.records += len(records)
         if batch.is_control:
             result.control_records += len(records)

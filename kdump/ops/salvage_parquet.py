@@ -14,6 +14,7 @@ pyarrow is imported only here, on first use (the `parquet` extra).
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
 from kdump.errors import KdumpError
@@ -32,7 +33,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 # A row group is written when it holds this many rows or its batches this many bytes, so that
 # big records do not pile up in memory.
 ROW_GROUP = 65536
-ROW_GROUP_BYTES = 8 << 20
+ROW_GROUP_BYTES = 4 << 20
 
 
 def load_pyarrow() -> Any:
@@ -70,15 +71,77 @@ class ParquetRecords:
         pa, pq = load_pyarrow()
         self._pa = pa
         self._schema = arrow_schema()
-        self._writer = pq.ParquetWriter(out, self._schema, compression="zstd")
+        # Dictionaries and statistics only where they pay: a dictionary of unique keys and values
+        # costs more time than the whole write otherwise does (min/max statistics of them too).
+        repeated = ["topic", "partition", "timestampType", "segment", "isControl"]
+        self._writer = pq.ParquetWriter(
+            out,
+            self._schema,
+            compression="zstd",
+            use_dictionary=repeated,
+            write_statistics=[*repeated, "offset", "timestamp", "position"],
+            # The system allocator hands freed row groups back; pyarrow's default pool keeps them.
+            memory_pool=pa.system_memory_pool(),
+        )
         self._topic = topic
         self._partition = partition
         self._cols: dict[str, list[Any]] = {name: [] for name, _ in COLUMNS}
         self.rows = 0
         self._bytes = 0
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="kdump-parquet")
+        self._pending: list[Future[None]] = []
+        # Clean batches waiting to be written from the compiled path's buffers, in order.
+        self._clean: list[tuple[Segment, BatchHeader, Any]] = []
+        self._clean_rows = 0
+        self._clean_bytes = 0
+
+    def add_clean(self, segment: Segment, batch: BatchHeader, data: Any) -> None:
+        """A clean v2 data batch by its decompressed records (`data`): written from the compiled
+        record path's Arrow buffers, many batches at a time."""
+        if self._cols["offset"]:
+            self._flush()  # rows stay in order
+        self._clean.append((segment, batch, data))
+        self._clean_rows += batch.count or 0
+        self._clean_bytes += len(data)
+        if self._clean_rows >= ROW_GROUP or self._clean_bytes >= ROW_GROUP_BYTES:
+            self._flush_clean()
+
+    def _flush_clean(self) -> None:
+        if not self._clean:
+            return
+        from kdump.formats import fast_records
+        from kdump.formats.arrow_columns import record_arrays
+
+        pending, self._clean = self._clean, []
+        self._clean_rows = self._clean_bytes = 0
+        out = fast_records.columns_v2_many([(data, h) for _, h, data in pending])
+        arrays = record_arrays(out[1]) if out is not None and out[0] == len(pending) else None
+        if arrays is None:
+            # Not buildable exactly in one go (a header key that is not UTF-8, a timestamp out of
+            # range): these batches' records the reference way.
+            for seg, h, data in pending:
+                decoded = fast_records.decode_v2(data, h)
+                assert decoded is not None  # the compiled path rendered it: it decodes
+                self.add_batch(seg, h, decoded[0])
+            self._flush()
+            return
+        pa = self._pa
+        index = arrays["batch_index"]
+        per_batch = {
+            "topic": pa.array([self._topic] * len(pending), pa.string()),
+            "partition": pa.array([self._partition] * len(pending), pa.int32()),
+            "timestampType": pa.array([h.timestamp_type for _, h, _ in pending], pa.int32()),
+            "segment": pa.array([str(seg.log) for seg, _, _ in pending], pa.string()),
+            "position": pa.array([h.position for _, h, _ in pending], pa.int64()),
+            "isControl": pa.array([h.is_control for _, h, _ in pending], pa.bool_()),
+        }
+        columns = [arrays[name] if name in arrays else per_batch[name].take(index) for name, _ in COLUMNS]
+        self._write(pa.Table.from_arrays(columns, schema=self._schema))
+        self.rows += len(index)
 
     def add_batch(self, segment: Segment, batch: BatchHeader, records: list[Record]) -> None:
         """The records of one kept batch."""
+        self._flush_clean()  # rows stay in order
         c = self._cols
         n = len(records)
         c["key"].extend(r.key for r in records)
@@ -104,12 +167,26 @@ class ParquetRecords:
         if not self._cols["offset"]:
             return
         table = self._pa.Table.from_pydict(self._cols, schema=self._schema)
-        self._writer.write_table(table)
+        self._write(table)
         for col in self._cols.values():
             col.clear()
         self._bytes = 0
 
+    def _write(self, table: Any) -> None:
+        """Encode and write a row group on the writer's thread (pyarrow releases the GIL), so that
+        it overlaps with reading and rendering the next records; one at a time, so memory stays
+        bounded."""
+        while self._pending:
+            self._pending.pop(0).result()
+        self._pending.append(self._thread.submit(self._writer.write_table, table))
+
     def close(self) -> None:
         """Write what is left and the footer."""
+        self._flush_clean()
         self._flush()
+        try:
+            for done in self._pending:
+                done.result()
+        finally:
+            self._thread.shutdown()
         self._writer.close()

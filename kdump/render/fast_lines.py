@@ -7,31 +7,19 @@ reference way (decode_batch_records, then the renderers), which also reports wha
 
 from __future__ import annotations
 
-from kdump.errors import KdumpError
 from kdump.formats import fast_records
+from kdump.formats.arrow_columns import payload_of
 from kdump.formats.batch import BatchHeader
-from kdump.formats.codecs import decompress
-from kdump.formats.constants import V2_HEADER_SIZE, TimestampType
+from kdump.formats.constants import TimestampType
 from kdump.render import jsonl, rows, text
 
 Buffer = bytes | bytearray | memoryview
+__all__ = ["LineRenderer", "enabled", "payload_of", "render_batch"]
 
 
 def enabled() -> bool:
     """Whether the compiled path is built, imported and not switched off (`KDUMP_PURE_PYTHON=1`)."""
     return fast_records.compiled is not None
-
-
-def payload_of(buf: Buffer, h: BatchHeader) -> Buffer | None:
-    """The decompressed records of a batch the compiled path may take; None for any other, or when
-    the payload does not decompress (the reference path reports why)."""
-    if not fast_records.eligible(h):
-        return None
-    payload = buf[h.position + V2_HEADER_SIZE : h.position + h.size]
-    try:
-        return decompress(h.compression, payload, magic=2) if h.compression else payload
-    except (KdumpError, MemoryError):
-        return None
 
 
 class LineRenderer:
@@ -64,12 +52,23 @@ class LineRenderer:
     def render_into(self, buf: Buffer, h: BatchHeader, parts: list[bytes]) -> bool:
         """`render`, appending the lines to `parts` (no copy of the records' lines); False, with
         `parts` untouched, when the batch needs the reference path."""
-        compiled = fast_records.compiled
-        if compiled is None or not 0 <= h.timestamp_type <= 1:
+        if fast_records.compiled is None or not 0 <= h.timestamp_type <= 1:
             return False
         data = payload_of(buf, h)
-        if data is None:
+        lines = self.record_lines(data, h) if data is not None else None
+        if lines is None:
             return False
+        head = jsonl.batch_line(h, self.file_json) if self.json else text.batch_line(h)
+        parts.append(head.encode() + b"\n")
+        parts.append(lines)
+        return True
+
+    def record_lines(self, data: Buffer, h: BatchHeader) -> bytes | None:
+        """The record lines alone (no batch line) of a batch whose decompressed records are
+        `data`; None when the batch needs the reference path."""
+        compiled = fast_records.compiled
+        if compiled is None or not 0 <= h.timestamp_type <= 1 or not fast_records.eligible(h):
+            return None
         if self.json:
             middle = f',"position":{h.position},"timestamp":'.encode()
             middle2 = self.after_ts[h.timestamp_type]
@@ -93,12 +92,7 @@ class LineRenderer:
             middle,
             middle2,
         )
-        if lines is None:
-            return False
-        head = jsonl.batch_line(h, self.file_json) if self.json else text.batch_line(h)
-        parts.append(head.encode() + b"\n")
-        parts.append(lines)
-        return True
+        return lines
 
 
 def render_batch(buf: Buffer, h: BatchHeader, file_json: str, fmt: str, encoding: str) -> bytes | None:

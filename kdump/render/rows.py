@@ -8,7 +8,7 @@ encoding (`utf8` with invalid bytes escaped as `\\xNN`, `hex`, or `base64`) or n
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
@@ -16,9 +16,12 @@ from kdump.formats.constants import CODEC_LABELS, ControlType, TimestampType
 from kdump.formats.control import decode_control_key, decode_end_txn_marker
 from kdump.formats.records import Record
 from kdump.ops.files import Entry, FileStart
-from kdump.ops.internal import InternalRecord
 from kdump.ops.payload_events import PayloadRecord
 from kdump.scan.events import ScanSummary
+
+if TYPE_CHECKING:
+    # Only for annotations: the internal-topic decoders cost ~10 ms to import at every start.
+    from kdump.ops.internal import InternalRecord
 
 ENCODINGS = ("utf8", "hex", "base64")
 

@@ -12,8 +12,24 @@ from typing import Any
 
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.salvage_output import RecordLine
+from kdump.ops.salvage_output import BatchLines, RecordLine
+from kdump.render.fast_lines import LineRenderer
 from kdump.render.jsonl import record_line
+
+
+def batch_lines(encoding: str = "utf8") -> BatchLines:
+    """The function salvage writes a clean batch's records with, from its decompressed records:
+    the same lines as `record_lines`, rendered by the compiled record path (None to go record by
+    record)."""
+    renderers: dict[str, LineRenderer] = {}
+
+    def lines(data: Any, batch: BatchHeader, file: str) -> bytes | None:
+        renderer = renderers.get(file)
+        if renderer is None:
+            renderer = renderers[file] = LineRenderer(json.dumps(file), "json", encoding)
+        return renderer.record_lines(data, batch)
+
+    return lines
 
 
 def record_lines(encoding: str = "utf8") -> RecordLine:

@@ -24,6 +24,7 @@ import mmap
 import re
 import struct
 from collections.abc import Callable, Iterator
+from typing import Literal, overload
 
 from kdump.errors import (
     CodecError,
@@ -33,7 +34,7 @@ from kdump.errors import (
     WrapperOffsetError,
 )
 from kdump.findings import Finding, Severity, make_finding
-from kdump.formats import fast_records
+from kdump.formats import fast_records, fast_walk
 from kdump.formats.batch import (
     ENTRY_PREFIX,
     BatchHeader,
@@ -56,6 +57,7 @@ from kdump.formats.constants import (
 from kdump.formats.control import decode_control_key, decode_end_txn_marker
 from kdump.formats.records import Record, decode_legacy_message, decode_legacy_records, decode_v2_records
 from kdump.scan.events import Event, ScanMode, ScanSummary, StopReason
+from kdump.scan.runs import check_run_records
 
 Buffer = bytes | bytearray | memoryview
 
@@ -156,6 +158,10 @@ def find_next_entry(buf: Buffer, start: int, end: int) -> int | None:
 
 # Pages already scanned are handed back every this many bytes, so resident memory stays flat.
 EVICT_EVERY = 16 << 20
+# How far ahead of the compiled walk a buffer still being filled is asked to be ready: from 64 KiB,
+# doubling with each run, to 8 MiB.
+READY_FIRST = 64 << 10
+READY_AHEAD = 8 << 20
 
 
 def _page_evicter(buf: Buffer) -> Callable[[int], None] | None:
@@ -231,6 +237,7 @@ def _all_zero(buf: Buffer, start: int, end: int, evict: Callable[[int], None] | 
     return _first_nonzero(buf, start, end, evict) is None
 
 
+@overload
 def scan_log(
     buf: Buffer,
     *,
@@ -242,7 +249,39 @@ def scan_log(
     max_bytes: int | None = None,
     resync: bool = True,
     ready: Callable[[int], None] | None = None,
-) -> Iterator[Event]:
+    batch_runs: Literal[False] = False,
+) -> Iterator[Event]: ...
+
+
+@overload
+def scan_log(
+    buf: Buffer,
+    *,
+    file: str = "",
+    base_offset: int | None = None,
+    deep: bool = False,
+    mode: ScanMode = ScanMode.FORENSIC,
+    start: int = 0,
+    max_bytes: int | None = None,
+    resync: bool = True,
+    ready: Callable[[int], None] | None = None,
+    batch_runs: Literal[True],
+) -> Iterator[Event | fast_walk.BatchRun]: ...
+
+
+def scan_log(
+    buf: Buffer,
+    *,
+    file: str = "",
+    base_offset: int | None = None,
+    deep: bool = False,
+    mode: ScanMode = ScanMode.FORENSIC,
+    start: int = 0,
+    max_bytes: int | None = None,
+    resync: bool = True,
+    ready: Callable[[int], None] | None = None,
+    batch_runs: bool = False,
+) -> Iterator[Event | fast_walk.BatchRun]:
     """Scan the log entries of `buf`; yield batches, records (when `deep`), findings and a summary.
 
     Args:
@@ -257,6 +296,12 @@ def scan_log(
         ready: for a buffer still being filled (a stored file fetched while it is scanned), called
             with a position before any byte below it is read; it returns once those bytes are in
             `buf` (or will never be: the filling is over). Past damage it is asked for `end`.
+        batch_runs: yield runs of clean v2 batches the compiled walk took as `BatchRun`s (columns,
+            no object per batch) instead of a `BatchHeader` each; records are then never yielded
+            (a deep scan still checks them and reports what they show, in the same place).
+
+    Runs of clean v2 batches are walked by the compiled walk (`formats.fast_walk`) where it is
+    built; it hands back at anything else, so the events are the reference's either way.
     """
     size = len(buf)
     end = size if max_bytes is None else min(size, start + max_bytes)
@@ -280,7 +325,59 @@ def scan_log(
         counts[f.severity] += 1
         return f
 
+    walk = fast_walk.walk if fast_walk.compiled is not None else None
+    ready_ahead = READY_FIRST
     while True:
+        if walk is not None and prev_last is not None and pos < end:
+            # The common case in bulk: runs of clean v2 batches, framed and checked in C.
+            limit = end
+            if ready is not None:
+                # Ask ahead in growing steps: a scan its consumer stops early (a seek) fetches
+                # little more than it read.
+                limit = min(end, pos + ready_ahead)
+                ready_ahead = min(ready_ahead * 2, READY_AHEAD)
+                ready(limit)
+            walked = walk(buf, pos, end, limit, pos + EVICT_EVERY, prev_last, prev_epoch, base_offset)
+            if walked is not None:
+                run, (prev_last, prev_epoch) = walked
+                batch_count += run.n
+                if valid_end is None:
+                    valid_batch_count += run.n
+                    if first_offset is None:
+                        first_offset = run.column(fast_walk.BASE_OFFSET)[0]
+                    last_offset = run.last_offset
+                    if run.max_timestamp > max_ts:
+                        max_ts = run.max_timestamp
+                        offset_of_max_ts = run.offset_of_max_timestamp
+                else:
+                    salvageable += run.n
+                if batch_runs and deep:
+                    for part in check_run_records(buf, run, file, decode_batch_records):
+                        if isinstance(part, int):
+                            record_count += part
+                        elif isinstance(part, Finding):
+                            yield tally(part)
+                        else:
+                            yield part
+                elif batch_runs:
+                    record_count += run.records
+                    yield run
+                elif deep:
+                    for header in run.headers():
+                        yield header
+                        records, findings = decode_batch_records(buf, header, file)
+                        for f in findings:
+                            yield tally(f)
+                        record_count += len(records)
+                        yield from records
+                else:
+                    record_count += run.records
+                    yield from run.headers()
+                pos = run.end
+                if evict is not None and pos >= next_evict:
+                    evict(pos)
+                    next_evict = pos + EVICT_EVERY
+                continue
         remaining = end - pos
         if remaining <= 0:
             stop = StopReason.LIMIT if limited else StopReason.END
@@ -504,7 +601,8 @@ def scan_log(
             for f in findings:
                 yield tally(f)
             record_count += len(records)
-            yield from records
+            if not batch_runs:
+                yield from records
         elif header.count is not None and header.count > 0:
             record_count += header.count
         elif header.magic < 2:

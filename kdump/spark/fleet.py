@@ -54,13 +54,18 @@ def fleet_units(plans: Plan) -> list[FleetUnit]:
 
 
 def _check_tasks(
-    tasks: Iterable[tuple[int, int, Segment]], deep: bool, max_bytes: int | None
+    tasks: Iterable[tuple[int, int, Segment]], deep: bool, max_bytes: int | None, trees: Any = None
 ) -> list[tuple[int, tuple[int, Any]]]:
     """Executor side: check segments; each result keyed by its unit, tagged with its place in the unit.
 
     Segments at URLs are checked by a few threads at once: each file costs requests whose latency
     would otherwise add up one after another (the scanning itself still takes turns).
     """
+    if trees is not None:
+        from kdump.store.trees import remember
+
+        for tree in trees.value:  # before the tasks' paths are read
+            remember(tree)
     tasks = list(tasks)
 
     def check(task: tuple[int, int, Segment]) -> tuple[int, tuple[int, Any]]:
@@ -149,8 +154,19 @@ def verify_units(sc: Any, units: Sequence[FleetUnit], options: VerifyOptions) ->
     parallelism = max(1, int(sc.defaultParallelism))
     meta_rdd = sc.parallelize(metas, min(len(metas), parallelism)).map(_unit_meta)
     if tasks:
-        check = partial(_check_tasks, deep=options.deep, max_bytes=options.max_bytes)
-        checked = sc.parallelize(tasks, min(len(tasks), MAX_SEGMENT_TASKS)).flatMap(check)
+        from kdump.store.paths import StoredPath, trees_sent_apart
+
+        # The stored trees go once, as a broadcast; each task's paths leave them out.
+        trees = {
+            id(t): t
+            for task in tasks
+            for _u, _i, seg in task
+            if isinstance(seg.log, StoredPath) and (t := seg.log.tree()) is not None
+        }
+        shared = sc.broadcast(list(trees.values())) if trees else None
+        check = partial(_check_tasks, deep=options.deep, max_bytes=options.max_bytes, trees=shared)
+        with trees_sent_apart():
+            checked = sc.parallelize(tasks, min(len(tasks), MAX_SEGMENT_TASKS)).flatMap(check)
         tagged = checked.union(meta_rdd)
     else:
         tagged = meta_rdd

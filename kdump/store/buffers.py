@@ -10,7 +10,6 @@ it for a file mapping whose scanned pages it may release (here, released pages w
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import mmap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,6 +46,8 @@ class SparseBuffer:
         reader that reads nothing behind its scan, filling ahead of it as it goes."""
         self.reader = reader
         self.size = reader.size if size is None else min(size, reader.size)
+        import ctypes  # only for stored files: a local scan never builds one
+
         self._map = mmap.mmap(-1, self.size) if self.size else None
         self._array = (ctypes.c_ubyte * self.size).from_buffer(self._map) if self._map is not None else None
         self.view = memoryview(self._array).cast("B") if self._array is not None else memoryview(b"")

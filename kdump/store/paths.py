@@ -9,11 +9,12 @@ listed once (`kdump.store.trees`), never by another request. Contents are read t
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
 import stat as stat_mode
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import PosixPath
 from typing import Any
 
@@ -40,8 +41,11 @@ class StoredPath(PosixPath):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The listing travels with the path (pickle stores a shared tree once per payload), so
-        # worker processes and Spark executors never list the tree again.
-        return (_restore, (str(self), tree_holding(str(self), listing=False)))
+        # worker processes and Spark executors never list the tree again; unless the trees are
+        # sent once on their own (`trees_sent_apart`): Spark pickles each small task apart, and a
+        # fleet's tree in each of a thousand tasks filled the driver JVM's heap.
+        tree = None if _TREES_APART else tree_holding(str(self), listing=False)
+        return (_restore, (str(self), tree))
 
     def tree(self) -> Tree | None:
         """The listed tree holding this path (never a new listing: a path outside every listed tree,
@@ -113,6 +117,20 @@ class StoredPath(PosixPath):
         """The paths in this directory."""
         for name in self.names():
             yield self / name
+
+
+_TREES_APART: list[bool] = []
+
+
+@contextlib.contextmanager
+def trees_sent_apart() -> Iterator[None]:
+    """Within the block, pickled paths leave their tree out: the caller sends the trees itself
+    (`remember` them on the other side before the paths are used)."""
+    _TREES_APART.append(True)
+    try:
+        yield
+    finally:
+        _TREES_APART.pop()
 
 
 def _restore(location: str, tree: Tree | None) -> StoredPath:

@@ -71,8 +71,9 @@ def open_file_reader(location: str) -> RangedReader:
 
         tree = tree_holding(location, listing=False)
         entry = tree.get(location) if tree is not None else None
-        if entry is not None and entry.kind == "file" and entry.size == 0:
-            return EmptyReader(location)
+        if entry is not None and entry.kind == "file":
+            # The listing gave its size: opened without a metadata request.
+            return EmptyReader(location) if entry.size == 0 else RemoteReader(location, entry.size)
         return RemoteReader(location)
     return LocalReader(location)
 

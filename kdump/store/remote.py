@@ -9,6 +9,7 @@ AWS environment (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,6 +18,17 @@ from kdump.errors import NotFoundError, PathError
 from kdump.store.entries import Entry, EntryKind
 
 _FILESYSTEMS: dict[str, Any] = {}
+_S3_CLIENT: list[Any] = []
+
+
+# A forked worker (verify's pool) opens its own client: sharing the parent's kept-alive connections
+# would let two processes read each other's responses (found against SeaweedFS, which keeps them).
+def _forget_clients() -> None:
+    _FILESYSTEMS.clear()
+    _S3_CLIENT.clear()
+
+
+os.register_at_fork(after_in_child=_forget_clients)
 
 
 @dataclass(slots=True)
@@ -89,11 +101,26 @@ def list_remote(url: str) -> list[Entry]:
 
 
 class RemoteReader:
-    """A file at a URL, read by ranges: `read(position, length)` is one ranged request."""
+    """A file at a URL, read by ranges: `read(position, length)` is one ranged request.
 
-    def __init__(self, url: str) -> None:
-        fs, path = _filesystem(url)
+    Opening a file asks the store for its size (a metadata request) unless `size` is given (the
+    listing said it): then the first read is the first request.
+    """
+
+    def __init__(self, url: str, size: int | None = None) -> None:
         self.location = url
+        self._file: Any = None
+        self._object: tuple[Any, str, str] | None = None
+        parts = urlsplit(url)
+        client = _s3_client() if size is not None and parts.scheme == "s3" else None
+        if client is not None and size is not None:
+            # pyarrow's Python API opens a file only by path, with a metadata request for its size
+            # (its C++ API takes a FileInfo, its Python bindings do not); botocore's ranged GET
+            # needs none, so a file the listing sized costs one request per read.
+            self._object = (client, parts.netloc, parts.path.lstrip("/"))
+            self.size = size
+            return
+        fs, path = _filesystem(url)
         try:
             self._file = fs.open_input_file(path)
             self.size = int(self._file.size())
@@ -106,7 +133,10 @@ class RemoteReader:
         if length == 0:
             return b""
         try:
-            data = self._file.read_at(length, position)
+            if self._object is not None:
+                data = _ranged_get(*self._object, position, length)
+            else:
+                data = self._file.read_at(length, position)
         except (OSError, ValueError) as exc:
             raise PathError(f"cannot read {self.location} at {position}: {exc}") from None
         FETCHED.bytes += len(data)
@@ -115,4 +145,42 @@ class RemoteReader:
 
     def close(self) -> None:
         """Release the connection."""
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
+
+
+def _s3_client() -> Any:
+    """One botocore S3 client per process (None without botocore): the AWS credential chain and
+    endpoint of the environment, as pyarrow's client takes them."""
+    if _S3_CLIENT:
+        return _S3_CLIENT[0]
+    try:
+        import botocore.session
+        from botocore.config import Config
+    except ImportError:
+        _S3_CLIENT.append(None)
+        return None
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+    session = botocore.session.get_session()
+    region = session.get_config_variable("region") or "us-east-1"
+    config = Config(
+        s3={"addressing_style": "path" if endpoint else "auto"},
+        max_pool_connections=32,
+        retries={"max_attempts": 5, "mode": "standard"},
+    )
+    client = session.create_client("s3", endpoint_url=endpoint, region_name=region, config=config)
+    _S3_CLIENT.append(client)
+    return client
+
+
+def _ranged_get(client: Any, bucket: str, key: str, position: int, length: int) -> bytes:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        response = client.get_object(
+            Bucket=bucket, Key=key, Range=f"bytes={position}-{position + length - 1}"
+        )
+        data: bytes = response["Body"].read()
+    except (BotoCoreError, ClientError) as exc:
+        raise OSError(str(exc)) from None
+    return data

@@ -2,12 +2,13 @@
 
     .venv/bin/python tests/bench/bench_store.py [--dir CACHE] [--runs N] [--partitions N]
 
-The store is moto's S3 server on 127.0.0.1 (tests/s3_server.py), so the figures measure kdump's
-ranged reads through pyarrow's S3 client plus a local HTTP server, not a network.
+The store is the tests' S3 server, SeaweedFS on 127.0.0.1 (tests/s3_server.py), so the figures
+measure kdump's ranged reads through an S3 client plus a local object store, not a network.
 
 - rows/s of `spark.read.format("kdump")` on local[2] over segment C of tests/bench/make_segments.py
   (135 MB of zstd, 1.1 M records), split into at least 4 tasks, from the store and from local disk
-  (an aggregate over key, value, headers and offset, so every column is built; median of runs);
+  (an aggregate over key, value, headers and offset, so every column is built); the runs are
+  interleaved (local, store, local, store, ...) and the ratio paired run by run (median);
 - bytes each task fetches from the store against the bytes of its slice (the same function a task
   runs, `open_slice`, per planned slice);
 - fleet verify (`run_fleet_verify`, local[2]) of a log dir of N partitions on the store, against
@@ -75,6 +76,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--partitions", type=int, default=100)
     ap.add_argument("--fleet-only", action="store_true", help="only the fleet verify figures")
+    ap.add_argument("--no-fleet", action="store_true", help="only the data source figures")
     args = ap.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     log = build("C", args.dir)
@@ -128,16 +130,29 @@ def main() -> None:
         print(
             f"\nrows/s on local[2], {len(slices)} tasks, median of {args.runs} (after one warm-up run each)"
         )
-        results = {}
-        for label, path in (("local", str(part)), ("store", url)) if url else ():
-            job = rows_job(spark, path, split)
-            job()
-            n, secs = median_time(args.runs, job)
-            results[label] = n / secs
-            print(f"  {label:<6} {n:>10,} rows {secs:7.2f} s {n / secs:>12,.0f} rows/s")
-        if results:
-            print(f"  store / local: {results['store'] / results['local']:.2f}")
+        if url:
+            jobs = {"local": rows_job(spark, str(part), split), "store": rows_job(spark, url, split)}
+            for job in jobs.values():
+                job()  # warm-up
+            secs: dict[str, list[float]] = {"local": [], "store": []}
+            n = 0
+            for _ in range(args.runs):
+                for label, job in jobs.items():
+                    t = time.perf_counter()
+                    n = job()
+                    secs[label].append(time.perf_counter() - t)
+            for label, times in secs.items():
+                med = statistics.median(times)
+                print(f"  {label:<6} {n:>10,} rows {med:7.2f} s {n / med:>12,.0f} rows/s")
+            paired = [lo / st for lo, st in zip(secs["local"], secs["store"], strict=True)]
+            print(
+                f"  store / local rows/s: median {statistics.median(paired):.2f} "
+                f"(runs {', '.join(f'{p:.2f}' for p in paired)}; load {os.getloadavg()[0]:.1f})"
+            )
 
+        if args.no_fleet:
+            spark.stop()
+            return
         print(f"\nfleet verify of {args.partitions} partitions, median of {args.runs}")
         opts = VerifyOptions()
         _, local_secs = median_time(args.runs, lambda: list(verify_targets([discover(str(fleet))], opts)))

@@ -174,9 +174,9 @@ def test_verify_opens_each_nonempty_file_once_and_no_empty_one(
     opened: list[str] = []
     original = remote.RemoteReader.__init__
 
-    def counting(self: Any, location: str) -> None:
+    def counting(self: Any, location: str, size: int | None = None) -> None:
         opened.append(location)
-        original(self, location)
+        original(self, location, size)
 
     monkeypatch.setattr(remote.RemoteReader, "__init__", counting)
     name = CORPUS_DIRS[0]

@@ -1,0 +1,641 @@
+/*
+ * The compiled batch walk: framing, bounds, CRC-32C and the scanner's offset checks over runs of
+ * clean v2 batches, without a Python object per batch.
+ *
+ * kdump/scan/log_scanner.py (scan_log) is the reference and keeps every finding. walk_v2 takes the
+ * common case off its hands: starting at an entry boundary, it walks consecutive entries as long as
+ * each one is a whole v2 batch inside the bytes given, at least the v2 header long, with a matching
+ * checksum, and passing exactly the conditions under which the scanner skips its full offset checks
+ * (base offset = previous last offset + 1, relative offset in range, count within the offsets,
+ * leader epoch not below the previous one, a defined codec). At the first entry that is anything
+ * else it stops and hands back: the scanner reads that entry the reference way (and reports what is
+ * wrong with it, if anything), then calls the walk again. So the walk can only ever be faster, never
+ * different (tests/scan/test_fast_walk.py holds the event streams identical).
+ *
+ * A length field is bounded by the bytes left before it is used; nothing is read past `limit` (how far
+ * the bytes are ready); no batch is started at or after `soft_stop` (where the caller hands back
+ * memory it has scanned).
+ *
+ * Functions (see _fastwalk.pyi):
+ *   walk_v2(buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, max_batches)
+ *       -> (n, pos, prev_last, prev_epoch, columns, records, max_ts, offset_of_max_ts, attrs_or)
+ *   headers(columns, n, header_type) -> list of header tuples
+ *   index_agrees(kind, index, base_offset, positions, bases, lasts, max_timestamps, valid_bytes) -> bool
+ *       (kind 0 .index, 1 .timeindex; the columns int64 arrays of the valid log's batches)
+ *   build_indexes(positions, last_offsets, max_timestamps, interval_bytes, base_offset)
+ *       -> (index bytes, timeindex bytes) | None
+ *   crc32c(data, crc=0) -> int   (the checksum the walk uses: hardware where the CPU has it)
+ *   crc32c_impl() -> "sse4.2" | "armv8-crc" | "table"
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#define KD_X86 1
+#include <cpuid.h>
+#include <nmmintrin.h>
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#define KD_ARM 1
+#include <sys/auxv.h>
+#ifndef HWCAP_CRC32
+#define HWCAP_CRC32 (1 << 7)
+#endif
+#endif
+
+/* ---- CRC-32C (Castagnoli), reflected polynomial 0x82F63B78 ----------------------------------- */
+/* All functions below work on the raw register (no pre/post inversion); crc32c() adds those. */
+
+#define POLY 0x82F63B78u
+static uint32_t sw_table[8][256];
+static int sw_ready = 0;
+
+static void sw_init(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ POLY : c >> 1;
+        sw_table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = sw_table[0][n];
+        for (int k = 1; k < 8; k++) {
+            c = sw_table[0][c & 0xff] ^ (c >> 8);
+            sw_table[k][n] = c;
+        }
+    }
+    sw_ready = 1;
+}
+
+/* Slicing-by-8: where the CPU has no CRC-32C instruction. */
+static uint32_t sw_update(uint32_t crc, const uint8_t *p, size_t n) {
+    while (n && ((uintptr_t)p & 7)) {
+        crc = sw_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+        n--;
+    }
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        w ^= crc; /* little-endian hosts; the build targets those (x86-64, aarch64) */
+        crc = sw_table[7][w & 0xff] ^ sw_table[6][(w >> 8) & 0xff] ^ sw_table[5][(w >> 16) & 0xff] ^
+              sw_table[4][(w >> 24) & 0xff] ^ sw_table[3][(w >> 32) & 0xff] ^ sw_table[2][(w >> 40) & 0xff] ^
+              sw_table[1][(w >> 48) & 0xff] ^ sw_table[0][(w >> 56) & 0xff];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = sw_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return crc;
+}
+
+#if defined(KD_X86) || defined(KD_ARM)
+/* Three streams at once hide the instruction's 3-cycle latency; their registers are joined by
+ * shifting through the zeros that follow each (a table per byte of the register, per block size). */
+#define LONG_BLOCK 8192
+#define SHORT_BLOCK 256
+static uint32_t shift_long[4][256], shift_short[4][256];
+
+static inline uint32_t shift(uint32_t table[4][256], uint32_t crc) {
+    return table[0][crc & 0xff] ^ table[1][(crc >> 8) & 0xff] ^ table[2][(crc >> 16) & 0xff] ^ table[3][crc >> 24];
+}
+
+/* The register after `n` zero bytes, in software (once, to build the shift tables). */
+static uint32_t zeros_sw(uint32_t crc, size_t n) {
+    while (n--) crc = sw_table[0][crc & 0xff] ^ (crc >> 8);
+    return crc;
+}
+
+static void shift_init(uint32_t table[4][256], size_t n) {
+    uint32_t basis[32];
+    for (int b = 0; b < 32; b++) basis[b] = zeros_sw(1u << b, n);
+    for (int k = 0; k < 4; k++)
+        for (uint32_t v = 0; v < 256; v++) {
+            uint32_t out = 0;
+            for (int b = 0; b < 8; b++)
+                if (v & (1u << b)) out ^= basis[8 * k + b];
+            table[k][v] = out;
+        }
+}
+#endif
+
+#ifdef KD_X86
+#define HW_ATTR __attribute__((target("sse4.2")))
+#define HW8(c, p) ((uint32_t)_mm_crc32_u64((c), load64(p)))
+#define HW1(c, b) _mm_crc32_u8((c), (b))
+#elif defined(KD_ARM)
+#include <arm_acle.h>
+#define HW_ATTR __attribute__((target("+crc")))
+#define HW8(c, p) __crc32cd((c), load64(p))
+#define HW1(c, b) __crc32cb((c), (b))
+#endif
+
+#if defined(KD_X86) || defined(KD_ARM)
+static inline uint64_t load64(const uint8_t *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static HW_ATTR uint32_t hw_blocks(uint32_t crc, const uint8_t **pp, size_t *np, size_t block,
+                                  uint32_t table[4][256]) {
+    const uint8_t *p = *pp;
+    size_t n = *np;
+    while (n >= 3 * block) {
+        uint32_t c0 = crc, c1 = 0, c2 = 0;
+        const uint8_t *end = p + block;
+        do {
+            c0 = HW8(c0, p);
+            c1 = HW8(c1, p + block);
+            c2 = HW8(c2, p + 2 * block);
+            p += 8;
+        } while (p < end);
+        crc = shift(table, shift(table, c0) ^ c1) ^ c2;
+        p += 2 * block;
+        n -= 3 * block;
+    }
+    *pp = p;
+    *np = n;
+    return crc;
+}
+
+static HW_ATTR uint32_t hw_update(uint32_t crc, const uint8_t *p, size_t n) {
+    while (n && ((uintptr_t)p & 7)) {
+        crc = HW1(crc, *p++);
+        n--;
+    }
+    crc = hw_blocks(crc, &p, &n, LONG_BLOCK, shift_long);
+    crc = hw_blocks(crc, &p, &n, SHORT_BLOCK, shift_short);
+    while (n >= 8) {
+        crc = HW8(crc, p);
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = HW1(crc, *p++);
+    return crc;
+}
+#endif
+
+static int use_hw = -1; /* -1: not decided yet */
+
+static void crc_init(void) {
+    if (use_hw >= 0) return;
+    if (!sw_ready) sw_init();
+    use_hw = 0;
+#if defined(KD_X86)
+    unsigned a, b, c, d;
+    if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2)) use_hw = 1;
+#elif defined(KD_ARM)
+    if (getauxval(AT_HWCAP) & HWCAP_CRC32) use_hw = 1;
+#endif
+#if defined(KD_X86) || defined(KD_ARM)
+    if (use_hw) {
+        shift_init(shift_long, LONG_BLOCK);
+        shift_init(shift_short, SHORT_BLOCK);
+    }
+#endif
+}
+
+static inline uint32_t crc_update(uint32_t crc, const uint8_t *p, size_t n) {
+#if defined(KD_X86) || defined(KD_ARM)
+    if (use_hw) return hw_update(crc, p, n);
+#endif
+    return sw_update(crc, p, n);
+}
+
+/* The standard CRC-32C of `n` bytes, continuing from a previous checksum `crc`. */
+static inline uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n) { return ~crc_update(~crc, p, n); }
+
+/* ---- big-endian fields ----------------------------------------------------------------------- */
+
+static inline int64_t be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+static inline int32_t be32(const uint8_t *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
+}
+static inline int16_t be16(const uint8_t *p) { return (int16_t)(((uint16_t)p[0] << 8) | p[1]); }
+
+/* ---- the walk -------------------------------------------------------------------------------- */
+
+/* Sizes from kdump/formats/constants.py. */
+#define LOG_OVERHEAD 12
+#define HEADER_SIZE_UP_TO_MAGIC 17
+#define V2_HEADER_SIZE 61
+#define MIN_BATCH_LENGTH 14
+#define MAX_RELATIVE_OFFSET 2147483647LL
+
+/* Columns of the result, each n int64s, in this order (kdump/formats/fast_walk.py names them). */
+enum {
+    C_POSITION,
+    C_BASE_OFFSET,
+    C_LAST_OFFSET,
+    C_COUNT,
+    C_SIZE,
+    C_CRC,
+    C_ATTRIBUTES,
+    C_BASE_TIMESTAMP,
+    C_MAX_TIMESTAMP,
+    C_PRODUCER_ID,
+    C_PRODUCER_EPOCH,
+    C_BASE_SEQUENCE,
+    C_LEADER_EPOCH,
+    N_COLUMNS
+};
+
+static PyObject *walk_v2(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t pos, end, limit, soft_stop, max_batches;
+    long long prev_last, prev_epoch;
+    PyObject *base_obj;
+    if (!PyArg_ParseTuple(args, "y*nnnnLLOn", &view, &pos, &end, &limit, &soft_stop, &prev_last, &prev_epoch, &base_obj,
+                          &max_batches))
+        return NULL;
+    int has_base = base_obj != Py_None;
+    long long base_offset = has_base ? PyLong_AsLongLong(base_obj) : 0;
+    if (has_base && base_offset == -1 && PyErr_Occurred()) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    /* Never read past the buffer, whatever the caller said. */
+    if (end > view.len) end = view.len;
+    if (limit > end) limit = end;
+    if (pos < 0) pos = end;
+    if (max_batches < 0) max_batches = 0;
+    crc_init();
+    const uint8_t *buf = view.buf;
+
+    /* First pass: how many batches the run holds, with their fields into a growing buffer. */
+    Py_ssize_t cap = 0, n = 0;
+    int64_t *rows = NULL; /* row-major while walking; transposed once at the end */
+    long long records = 0, max_ts = INT64_MIN, off_max = 0, attrs_or = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    while (n < max_batches && pos < soft_stop) {
+        Py_ssize_t remaining = end - pos;
+        if (remaining <= HEADER_SIZE_UP_TO_MAGIC) break;
+        const uint8_t *e = buf + pos;
+        if (pos + HEADER_SIZE_UP_TO_MAGIC > limit) break;
+        int32_t length = be32(e + 8);
+        int8_t magic = (int8_t)e[16];
+        /* The scanner's framing order: too short, past the end, unknown magic, short for v2. */
+        if (length < MIN_BATCH_LENGTH || (Py_ssize_t)length > remaining - LOG_OVERHEAD) break;
+        if (magic != 2 || length < V2_HEADER_SIZE - LOG_OVERHEAD) break;
+        Py_ssize_t size = (Py_ssize_t)length + LOG_OVERHEAD;
+        if (pos + size > limit) break; /* not in the bytes the caller has made ready */
+        int64_t base = be64(e);
+        int32_t epoch = be32(e + 12);
+        uint32_t crc = (uint32_t)be32(e + 17);
+        int16_t attributes = be16(e + 21);
+        int32_t delta = be32(e + 23);
+        int32_t count = be32(e + 57);
+        int64_t last;
+        if (__builtin_add_overflow(base, (int64_t)delta, &last)) break;
+        /* The fast condition of the scanner (else it runs its full offset checks). */
+        if (prev_last == INT64_MAX || base != prev_last + 1) break;
+        if (has_base && (__builtin_sub_overflow(last, base_offset, &(int64_t){0}) ||
+                         last - base_offset > MAX_RELATIVE_OFFSET))
+            break;
+        if (count < 0 || (int64_t)count > (int64_t)delta + 1) break;
+        if (epoch < prev_epoch) break;
+        if ((attributes & 0x07) > 4) break;
+        if (crc32c(0, e + 21, (size_t)(size - 21)) != crc) break;
+        if (n == cap) {
+            Py_ssize_t ncap = cap ? cap * 2 : 256;
+            int64_t *nr = PyMem_RawRealloc(rows, (size_t)ncap * N_COLUMNS * sizeof(int64_t));
+            if (nr == NULL) break; /* hand back: the scanner reads on in Python */
+            rows = nr;
+            cap = ncap;
+        }
+        int64_t *r = rows + n * N_COLUMNS;
+        r[C_POSITION] = pos;
+        r[C_BASE_OFFSET] = base;
+        r[C_LAST_OFFSET] = last;
+        r[C_COUNT] = count;
+        r[C_SIZE] = size;
+        r[C_CRC] = crc;
+        r[C_ATTRIBUTES] = attributes;
+        r[C_BASE_TIMESTAMP] = be64(e + 27);
+        r[C_MAX_TIMESTAMP] = be64(e + 35);
+        r[C_PRODUCER_ID] = be64(e + 43);
+        r[C_PRODUCER_EPOCH] = be16(e + 51);
+        r[C_BASE_SEQUENCE] = be32(e + 53);
+        r[C_LEADER_EPOCH] = epoch;
+        if (r[C_MAX_TIMESTAMP] > max_ts) {
+            max_ts = r[C_MAX_TIMESTAMP];
+            off_max = last;
+        }
+        records += count;
+        attrs_or |= attributes;
+        prev_last = last;
+        if (epoch >= 0 && epoch > prev_epoch) prev_epoch = epoch;
+        pos += size;
+        n++;
+    }
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&view);
+    PyObject *columns = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * N_COLUMNS * (Py_ssize_t)sizeof(int64_t)));
+    if (columns == NULL) {
+        PyMem_RawFree(rows);
+        return NULL;
+    }
+    int64_t *out = (int64_t *)PyBytes_AS_STRING(columns);
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (int c = 0; c < N_COLUMNS; c++) out[c * n + i] = rows[i * N_COLUMNS + c];
+    PyMem_RawFree(rows);
+    return Py_BuildValue("(nnLLNLLLL)", n, pos, prev_last, prev_epoch, columns, records, max_ts, off_max, attrs_or);
+}
+
+/* BatchHeader tuples from a run's columns (field order of kdump.formats.batch.BatchHeader). */
+static PyObject *headers(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t n;
+    PyObject *htype;
+    if (!PyArg_ParseTuple(args, "y*nO", &view, &n, &htype)) return NULL;
+    if (!PyType_Check(htype) || !PyType_IsSubtype((PyTypeObject *)htype, &PyTuple_Type) || n < 0 ||
+        view.len != n * N_COLUMNS * (Py_ssize_t)sizeof(int64_t)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "headers takes a run's columns, its length and a tuple type");
+        return NULL;
+    }
+    PyTypeObject *ht = (PyTypeObject *)htype;
+    const int64_t *col = view.buf;
+    PyObject *list = PyList_New(n);
+    if (list == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+#define COL(c) col[(c) * n + i]
+        int64_t attributes = COL(C_ATTRIBUTES);
+        PyObject *crc = PyLong_FromLongLong(COL(C_CRC)); /* crc and computed_crc: one object */
+        PyObject *t = ht->tp_alloc(ht, 21);
+        if (t == NULL) Py_XDECREF(crc);
+        if (t == NULL) goto fail;
+        PyList_SET_ITEM(list, i, t);
+        PyObject *items[21] = {
+            PyLong_FromLongLong(COL(C_POSITION)),
+            PyLong_FromLongLong(COL(C_BASE_OFFSET)),
+            PyLong_FromLongLong(COL(C_LAST_OFFSET)),
+            PyLong_FromLongLong(COL(C_COUNT)),
+            PyLong_FromLongLong(COL(C_SIZE)),
+            PyLong_FromLong(2),
+            crc,
+            Py_NewRef(Py_True),
+            Py_XNewRef(crc),
+            PyLong_FromLongLong(attributes),
+            PyLong_FromLongLong(attributes & 0x07),
+            PyLong_FromLongLong((attributes & 0x08) >> 3),
+            PyLong_FromLongLong(COL(C_BASE_TIMESTAMP)),
+            PyLong_FromLongLong(COL(C_MAX_TIMESTAMP)),
+            PyLong_FromLongLong(COL(C_PRODUCER_ID)),
+            PyLong_FromLongLong(COL(C_PRODUCER_EPOCH)),
+            PyLong_FromLongLong(COL(C_BASE_SEQUENCE)),
+            PyLong_FromLongLong(COL(C_LEADER_EPOCH)),
+            Py_NewRef(attributes & 0x10 ? Py_True : Py_False),
+            Py_NewRef(attributes & 0x20 ? Py_True : Py_False),
+            Py_NewRef(attributes & 0x40 ? Py_True : Py_False),
+        };
+#undef COL
+        int bad = 0;
+        for (int k = 0; k < 21; k++) {
+            if (items[k] == NULL) bad = 1;
+            PyTuple_SET_ITEM(t, k, items[k] ? items[k] : Py_NewRef(Py_None));
+        }
+        if (bad) goto fail;
+    }
+    PyBuffer_Release(&view);
+    return list;
+fail:
+    PyBuffer_Release(&view);
+    Py_XDECREF(list);
+    return NULL;
+}
+
+/* ---- index agreement ------------------------------------------------------------------------ */
+
+static Py_ssize_t bisect_left64(const int64_t *a, Py_ssize_t n, int64_t x) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Whether an .index (kind 0) or .timeindex (kind 1) agrees with the log's batches so fully that the
+ * index checks (kdump/scan/index_checks.py) have nothing to report: whole slots, no slot ending the
+ * entries early (Kafka's tail rule), entries in order, each naming a batch of the valid log the way
+ * those checks require. Any doubt answers False and the checks run in Python, which report. */
+static PyObject *index_agrees(PyObject *self, PyObject *args) {
+    (void)self;
+    int kind;
+    long long base;
+    Py_buffer ix, pv, bv, lv, mv;
+    Py_ssize_t valid_bytes;
+    if (!PyArg_ParseTuple(args, "iy*Ly*y*y*y*n", &kind, &ix, &base, &pv, &bv, &lv, &mv, &valid_bytes)) return NULL;
+    int ok = 1;
+    Py_ssize_t n = pv.len / 8, size = kind == 0 ? 8 : 12;
+    int64_t *prefix = NULL;
+    if (bv.len != pv.len || lv.len != pv.len || mv.len != pv.len || pv.len % 8 || ix.len % size) ok = 0;
+    const int64_t *positions = pv.buf, *bases = bv.buf, *lasts = lv.buf, *maxts = mv.buf;
+    const uint8_t *slot = ix.buf;
+    Py_ssize_t slots = ix.len / size;
+    if (ok && kind == 1) {
+        prefix = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof(int64_t));
+        if (prefix == NULL) ok = 0;
+        int64_t run = -1;
+        for (Py_ssize_t i = 0; ok && i < n; i++) prefix[i] = run = maxts[i] > run ? maxts[i] : run;
+    }
+    for (Py_ssize_t i = 1; ok && i < n; i++)
+        if (positions[i] <= positions[i - 1]) ok = 0; /* membership below is a binary search */
+    int64_t prev_a = 0, prev_b = 0;
+    for (Py_ssize_t i = 0; ok && i < slots; i++, slot += size) {
+        int64_t offset;
+        int32_t rel = be32(slot + (kind == 0 ? 0 : 8));
+        /* The tail rule ends the entries at a slot i > 0 of relative offset 0: the checks report it. */
+        if ((rel == 0 && i > 0) || __builtin_add_overflow((int64_t)base, (int64_t)rel, &offset) || offset < base) {
+            ok = 0;
+            break;
+        }
+        Py_ssize_t holder = bisect_left64(lasts, n, offset);
+        if (holder == n) {
+            ok = 0;
+            break;
+        }
+        if (kind == 0) {
+            int64_t position = be32(slot + 4);
+            Py_ssize_t at = bisect_left64(positions, n, position);
+            if ((i > 0 && (offset <= prev_a || position <= prev_b)) || position >= valid_bytes || at == n ||
+                positions[at] != position || positions[holder] < position)
+                ok = 0;
+            prev_a = offset;
+            prev_b = position;
+        } else {
+            int64_t ts = be64(slot);
+            if ((i > 0 && (ts <= prev_a || offset < prev_b)) || bases[holder] > offset || maxts[holder] != ts ||
+                prefix[holder] != ts)
+                ok = 0;
+            prev_a = ts;
+            prev_b = offset;
+        }
+    }
+    PyMem_RawFree(prefix);
+    PyBuffer_Release(&ix);
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&bv);
+    PyBuffer_Release(&lv);
+    PyBuffer_Release(&mv);
+    return PyBool_FromLong(ok);
+}
+
+/* ---- index entries as LogSegment.recover writes them ---------------------------------------- */
+
+static inline void put_be32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* The .index and .timeindex bytes of a segment's valid batches (kdump/ops/reindex.py's
+ * build_segment_indexes then encode_offset_index / encode_time_index): an offset entry for a batch
+ * that starts more than `interval` bytes after the last entry's batch, a time entry with it when
+ * the largest timestamp so far grew, and a last time entry for the largest timestamp. None when
+ * an entry would not fit the file format (the Python encoders say why). */
+static PyObject *build_indexes(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer pv, lv, mv;
+    long long interval, base;
+    if (!PyArg_ParseTuple(args, "y*y*y*LL", &pv, &lv, &mv, &interval, &base)) return NULL;
+    Py_ssize_t n = pv.len / 8;
+    PyObject *result = NULL;
+    uint8_t *off = NULL, *tim = NULL;
+    Py_ssize_t no = 0, nt = 0;
+    int ok = lv.len == pv.len && mv.len == pv.len && pv.len % 8 == 0;
+    if (ok) {
+        off = PyMem_RawMalloc((size_t)(n ? n : 1) * 8);
+        tim = PyMem_RawMalloc((size_t)(n + 1) * 12);
+        if (off == NULL || tim == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    const int64_t *positions = pv.buf, *lasts = lv.buf, *maxts = mv.buf;
+    int64_t max_ts = -1, offset_of_max = -1, last_time_ts = -1, last_entry_position = 0;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        if (maxts[i] > max_ts) {
+            max_ts = maxts[i];
+            offset_of_max = lasts[i];
+        }
+        int64_t gap;
+        if (__builtin_sub_overflow(positions[i], last_entry_position, &gap)) {
+            ok = 0;
+            break;
+        }
+        if (gap > interval) {
+            int64_t rel = lasts[i] - base;
+            if (lasts[i] < base || rel > 2147483647LL || positions[i] < 0 || positions[i] > 2147483647LL) {
+                ok = 0;
+                break;
+            }
+            put_be32(off + no * 8, (uint32_t)rel);
+            put_be32(off + no * 8 + 4, (uint32_t)positions[i]);
+            no++;
+            if (max_ts > last_time_ts) {
+                int64_t trel = offset_of_max - base;
+                if (offset_of_max < base || trel > 2147483647LL) {
+                    ok = 0;
+                    break;
+                }
+                put_be32(tim + nt * 12, (uint32_t)((uint64_t)max_ts >> 32));
+                put_be32(tim + nt * 12 + 4, (uint32_t)max_ts);
+                put_be32(tim + nt * 12 + 8, (uint32_t)trel);
+                nt++;
+                last_time_ts = max_ts;
+            }
+            last_entry_position = positions[i];
+        }
+    }
+    if (ok && max_ts > last_time_ts) {
+        int64_t trel = offset_of_max - base;
+        if (offset_of_max < base || trel > 2147483647LL) {
+            ok = 0;
+        } else {
+            put_be32(tim + nt * 12, (uint32_t)((uint64_t)max_ts >> 32));
+            put_be32(tim + nt * 12 + 4, (uint32_t)max_ts);
+            put_be32(tim + nt * 12 + 8, (uint32_t)trel);
+            nt++;
+        }
+    }
+    if (!ok) {
+        result = Py_NewRef(Py_None);
+    } else {
+        result = Py_BuildValue("(y#y#)", (const char *)off, no * 8, (const char *)tim, nt * 12);
+    }
+done:
+    PyMem_RawFree(off);
+    PyMem_RawFree(tim);
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&lv);
+    PyBuffer_Release(&mv);
+    return result;
+}
+
+static PyObject *py_crc32c(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    unsigned long crc = 0;
+    if (!PyArg_ParseTuple(args, "y*|k", &view, &crc)) return NULL;
+    crc_init();
+    uint32_t out;
+    Py_BEGIN_ALLOW_THREADS;
+    out = crc32c((uint32_t)crc, view.buf, (size_t)view.len);
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(out);
+}
+
+static PyObject *py_crc32c_impl(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    crc_init();
+    return PyUnicode_FromString(!use_hw ? "table"
+#ifdef KD_ARM
+                                        : "armv8-crc"
+#else
+                                        : "sse4.2"
+#endif
+    );
+}
+
+/* Test hook: force the software table (1) or let the CPU decide again (0). */
+static PyObject *py_crc32c_force_table(PyObject *self, PyObject *arg) {
+    (void)self;
+    int force = PyObject_IsTrue(arg);
+    if (force < 0) return NULL;
+    use_hw = -1;
+    crc_init();
+    if (force) use_hw = 0;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"walk_v2", walk_v2, METH_VARARGS, "Walk a run of clean v2 batches; their columns."},
+    {"headers", headers, METH_VARARGS, "A run's batch header tuples."},
+    {"index_agrees", index_agrees, METH_VARARGS, "Whether an index agrees with the batches past all doubt."},
+    {"build_indexes", build_indexes, METH_VARARGS, "A segment's .index and .timeindex bytes, or None."},
+    {"crc32c", py_crc32c, METH_VARARGS, "CRC-32C of a buffer (hardware where the CPU has it)."},
+    {"crc32c_impl", py_crc32c_impl, METH_NOARGS, "Which CRC-32C implementation runs."},
+    {"crc32c_force_table", py_crc32c_force_table, METH_O, "Test hook: software CRC-32C on or off."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "kdump.formats._fastwalk", "Compiled walk of clean v2 batch runs.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__fastwalk(void) { return PyModule_Create(&module); }

@@ -1,0 +1,196 @@
+"""Deep checks of a compiled walk's run of batches, for scans that check records without yielding them.
+
+`scan_log(batch_runs=True, deep=True)` (verify --deep) needs to know what each batch's records say,
+not the records themselves. Each data batch of a `BatchRun` is decompressed and asked of the
+compiled record path's `check_v2` (does `decode_v2` find it clean?), in chunks on a few threads
+(the codecs and `check_v2` release the GIL, so decompression takes every core); a batch that is
+not found clean, or whose payload the one-shot decompression below does not take, goes to the
+reference (`decode_batch_records`), and the run is cut there so its findings stand right after it,
+where the reference scan puts them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from kdump.findings import Finding
+from kdump.formats import fast_records, fast_walk
+from kdump.formats.batch import BatchHeader
+from kdump.formats.codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
+from kdump.formats.constants import CONTROL_MASK, TIMESTAMP_TYPE_MASK, V2_HEADER_SIZE, Codec
+
+Buffer = bytes | bytearray | memoryview
+DecodeBatch = Callable[[Buffer, BatchHeader, str], tuple[Sequence[object], list[Finding]]]
+
+# Batches per task: enough to make a task's overhead small, few enough to spread a run over cores.
+CHUNK = 256
+CHUNK_BYTES = 1 << 20
+_POOL: list[ThreadPoolExecutor] = []
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor | None:
+    workers = min(4, os.cpu_count() or 1)
+    if workers < 2:
+        return None
+    with _POOL_LOCK:
+        if not _POOL:
+            _POOL.append(ThreadPoolExecutor(workers, thread_name_prefix="kdump-deep"))
+        return _POOL[0]
+
+
+# A forked worker starts without the parent's threads: it makes its own pool when it needs one.
+os.register_at_fork(after_in_child=_POOL.clear)
+
+
+def sub_run(run: fast_walk.BatchRun, i: int, j: int) -> fast_walk.BatchRun:
+    """Batches i..j-1 of a run, as a run of their own."""
+    if i == 0 and j == run.n:
+        return run
+    n = run.n
+    view = memoryview(run.columns).cast("q")
+    columns = b"".join(view[k * n + i : k * n + j].tobytes() for k in range(fast_walk.N_COLUMNS))
+    part = fast_walk.BatchRun(j - i, 0, 0, columns, 0, -1, 0, 0, 0)
+    positions, sizes = part.column(fast_walk.POSITION), part.column(fast_walk.SIZE)
+    counts, lasts = part.column(fast_walk.COUNT), part.column(fast_walk.LAST_OFFSET)
+    attrs, max_ts = part.column(fast_walk.ATTRIBUTES), part.column(fast_walk.MAX_TIMESTAMP)
+    best = max(range(j - i), key=lambda k: (max_ts[k], -k))
+    attributes_or = 0
+    for a in attrs:
+        attributes_or |= a
+    return part._replace(
+        start=positions[0],
+        end=positions[-1] + sizes[-1],
+        records=sum(counts),
+        max_timestamp=max_ts[best],
+        offset_of_max_timestamp=lasts[best],
+        attributes_or=attributes_or,
+        last_offset=lasts[-1],
+    )
+
+
+def _zstd_one_shot() -> Callable[[bytes], bytes | None] | None:
+    """zstd's one-shot path of `codecs.decompress` (a single frame that states its size): the same
+    bytes it returns; None for any other payload (the reference then decompresses it)."""
+    try:
+        import zstandard
+    except ImportError:
+        return None
+    local = threading.local()
+    limit = DEFAULT_MAX_DECOMPRESSED_SIZE
+
+    def one_shot(raw: bytes) -> bytes | None:
+        dctx = getattr(local, "dctx", None)
+        if dctx is None:
+            dctx = local.dctx = zstandard.ZstdDecompressor()
+        try:
+            size = zstandard.frame_content_size(raw)
+            if 0 <= size <= limit:
+                return bytes(dctx.decompress(raw, max_output_size=limit, allow_extra_data=False))
+        except zstandard.ZstdError:
+            pass
+        return None
+
+    return one_shot
+
+
+def _clean_flags(
+    buf: Buffer, cols: tuple[list[int], ...], lo: int, hi: int, zstd: Callable[[bytes], bytes | None] | None
+) -> list[bool]:
+    """For batches lo..hi-1 of a run: whether each is a data batch the compiled check finds clean."""
+    check = fast_records.compiled.check_v2 if fast_records.compiled is not None else None
+    positions, sizes, attrs, counts, bases, lasts, base_ts, max_ts = cols
+    out: list[bool] = []
+    for k in range(lo, hi):
+        a = attrs[k]
+        if check is None or a & CONTROL_MASK:
+            out.append(False)
+            continue
+        codec = a & 0x07
+        pos = positions[k]
+        payload = buf[pos + V2_HEADER_SIZE : pos + sizes[k]]
+        data: Any
+        try:
+            if codec == Codec.NONE:
+                data = payload
+            elif codec == Codec.ZSTD and zstd is not None:
+                data = zstd(bytes(payload))
+            else:
+                data = decompress(codec, payload, magic=2)
+        except Exception:  # a codec's error, a missing codec, no memory: the reference reports it
+            data = None
+        log_append = bool(a & TIMESTAMP_TYPE_MASK)
+        out.append(
+            data is not None
+            and check(data, bases[k], lasts[k], base_ts[k], max_ts[k], log_append, counts[k], not log_append)
+        )
+    return out
+
+
+def _chunks(sizes: list[int]) -> list[tuple[int, int]]:
+    """Runs of batches of about CHUNK_BYTES (at most CHUNK batches): the tasks of one run."""
+    out = []
+    lo = total = 0
+    for k, size in enumerate(sizes):
+        total += size
+        if total >= CHUNK_BYTES or k + 1 - lo >= CHUNK:
+            out.append((lo, k + 1))
+            lo, total = k + 1, 0
+    if lo < len(sizes):
+        out.append((lo, len(sizes)))
+    return out
+
+
+def check_run_records(
+    buf: Buffer, run: fast_walk.BatchRun, file: str, decode_batch: DecodeBatch
+) -> Iterator[fast_walk.BatchRun | Finding | int]:
+    """The run, cut after each batch whose records need the reference, with that batch's findings.
+
+    Yields runs and findings in scan order, and ints: how many records the batches before held
+    (the scanner's record count).
+    """
+    cols = tuple(
+        run.column(k)
+        for k in (
+            fast_walk.POSITION,
+            fast_walk.SIZE,
+            fast_walk.ATTRIBUTES,
+            fast_walk.COUNT,
+            fast_walk.BASE_OFFSET,
+            fast_walk.LAST_OFFSET,
+            fast_walk.BASE_TIMESTAMP,
+            fast_walk.MAX_TIMESTAMP,
+        )
+    )
+    zstd = _zstd_one_shot()
+    chunks = _chunks(cols[1])
+    pool = _pool() if len(chunks) > 1 else None
+    if pool is None:
+        clean = _clean_flags(buf, cols, 0, run.n, zstd)
+    else:
+        clean = []
+        for flags in pool.map(lambda c: _clean_flags(buf, cols, c[0], c[1], zstd), chunks):
+            clean += flags
+    counts = cols[3]
+    cut = 0
+    held = 0
+    headers: list[BatchHeader] | None = None
+    for k in range(run.n):
+        if clean[k]:
+            held += counts[k]
+            continue
+        if headers is None:
+            headers = run.headers()
+        records, findings = decode_batch(buf, headers[k], file)
+        yield sub_run(run, cut, k + 1)
+        yield held + len(records)
+        held = 0
+        cut = k + 1
+        yield from findings
+    if cut < run.n:
+        yield sub_run(run, cut, run.n)
+    yield held

@@ -1,0 +1,159 @@
+"""verify on the compiled paths against the pure-Python reference: the same result for every segment.
+
+`check_segment` reads runs of clean batches from the compiled walk, and asks the compiled index check
+(`_fastwalk.index_agrees`) before running the index checks in Python; that check may only ever say
+"nothing to report" where the Python checks report nothing. Compared here, shallow and deep, with the
+reference (walk and compiled record path off): every corpus segment, and hypothesis damage to the
+`.index` and `.timeindex` files (bit flips, set slots, cuts, zero and garbage tails, swapped and
+repeated slots) and to the log beside them.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from builders import SegmentBuilder, records
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kdump.formats import fast_records, fast_walk
+from kdump.formats.constants import Codec
+from kdump.model.partition import PartitionDir
+from kdump.ops.segment_check import check_segment
+
+pytestmark = pytest.mark.skipif(
+    fast_walk.compiled is None, reason="the compiled batch walk is not built here"
+)
+
+
+def _result(seg: object, **kw: bool) -> str:
+    r = check_segment(seg, keep_spans=True, **kw)  # type: ignore[arg-type]
+    return repr((r.summary, r.findings, r.epochs, r.txn_events, r.txn_index, r.spans))
+
+
+def _both(seg: object, deep: bool) -> tuple[str, str]:
+    got = _result(seg, deep=deep)
+    saved = fast_walk.compiled, fast_records.compiled
+    fast_walk.compiled = fast_records.compiled = None
+    try:
+        ref = _result(seg, deep=deep)
+    finally:
+        fast_walk.compiled, fast_records.compiled = saved
+    return got, ref
+
+
+def _segments(part: Path) -> list[object]:
+    return [s for s in PartitionDir.load(part).segments if s.log is not None]
+
+
+def test_every_corpus_segment(corpus_root: Path) -> None:
+    seen = 0
+    for part in sorted(p for d in corpus_root.iterdir() if d.is_dir() for p in d.iterdir() if p.is_dir()):
+        if part.name in ("expected", "_logdir-files"):
+            continue
+        for seg in _segments(part):
+            for deep in (False, True):
+                got, ref = _both(seg, deep)
+                assert got == ref, seg
+            seen += 1
+    assert seen > 0
+
+
+def _partition(tmp: Path, seed: int) -> Path:
+    rng = random.Random(seed)
+    seg = SegmentBuilder(base_offset=rng.choice([0, 50]))
+    for i in range(rng.randint(3, 40)):
+        if rng.random() < 0.1:
+            seg.next_offset += rng.randint(1, 3)
+        if rng.random() < 0.08:
+            seg.add_marker(9, commit=rng.random() < 0.5, leader_epoch=i // 5)
+        else:
+            seg.add_v2(
+                records(rng.randint(1, 5), value_size=rng.randint(50, 900)),
+                codec=rng.choice(list(Codec)),
+                leader_epoch=i // 5,
+                transactional=rng.random() < 0.2,
+                producer_id=9,
+                producer_epoch=0,
+            )
+    part = tmp / f"t-{seed}"
+    seg.write(part, interval_bytes=rng.choice([1, 300, 4096]))
+    return part
+
+
+INDEX_DAMAGE = st.lists(
+    st.tuples(
+        st.sampled_from(["index", "timeindex", "log"]),
+        st.sampled_from(["flip", "set", "cut", "zeros", "garbage", "swap", "repeat"]),
+        st.floats(0, 1),
+        st.integers(0, 2**32 - 1),
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+def _damage(path: Path, kind: str, where: float, value: int) -> None:
+    data = bytearray(path.read_bytes())
+    slot = 8 if path.suffix == ".index" else 12
+    at = min(max(len(data) - 1, 0), int(where * len(data)))
+    if kind == "flip" and data:
+        data[at] ^= 1 << (value % 8)
+    elif kind == "set" and data:
+        data[at : at + 4] = value.to_bytes(4, "big")
+    elif kind == "cut":
+        del data[at:]
+    elif kind == "zeros":
+        data += bytes(slot * (value % 5) + (value % 3 == 0))
+    elif kind == "garbage":
+        data += random.Random(value).randbytes(value % 40)
+    elif kind in ("swap", "repeat") and len(data) >= 2 * slot:
+        i = (at // slot) * slot
+        j = min(i + slot, len(data) - slot)
+        j -= j % slot
+        if kind == "swap":
+            data[i : i + slot], data[j : j + slot] = data[j : j + slot], data[i : i + slot]
+        else:
+            data[j : j + slot] = data[i : i + slot]
+    path.write_bytes(bytes(data))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**16), damage=INDEX_DAMAGE, deep=st.booleans())
+def test_damaged_indexes_give_the_same_findings(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, damage: list, deep: bool
+) -> None:
+    part = _partition(tmp_path_factory.mktemp("fv"), seed)
+    for target, kind, where, value in damage:
+        path = next(part.glob(f"*.{target}"))
+        _damage(path, kind, where, value)
+    for seg in _segments(part):
+        got, ref = _both(seg, deep)
+        assert got == ref
+
+
+def test_the_compiled_index_check_answers_yes_for_sound_indexes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guard against a fast path that never says yes (the comparisons above would then prove nothing)."""
+    assert fast_walk.compiled is not None
+    answers: list[bool] = []
+    real = fast_walk.compiled.index_agrees
+
+    def spy(*args: object) -> bool:
+        answers.append(real(*args))
+        return answers[-1]
+
+    monkeypatch.setattr(fast_walk.compiled, "index_agrees", spy, raising=False)
+    for interval in (1, 300, 4096):
+        seg = SegmentBuilder(base_offset=0)
+        for i in range(30):
+            seg.add_v2(records(3, value_size=200), codec=list(Codec)[i % 5], leader_epoch=i // 7)
+        part = tmp_path / f"clean-{interval}"
+        seg.write(part, interval_bytes=interval)
+        for s in _segments(part):
+            assert check_segment(s).findings == ()  # type: ignore[arg-type]
+    assert len(answers) == 6
+    assert all(answers)
