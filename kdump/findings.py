@@ -403,7 +403,9 @@ _KINDS = [
         Severity.WARNING,
         "partition",
         "The leader-epoch-checkpoint disagrees with the leader epochs in the batches: an epoch that "
-        "starts at a different offset, or epochs in the log missing from the checkpoint.",
+        "starts at a different offset, or epochs in the log missing from the checkpoint. Batches below "
+        "the log start offset (log-start-offset-checkpoint: DeleteRecords) are not judged: the broker "
+        "truncates its epoch cache from there.",
         "Followers truncate to the wrong offset after a leader change (KIP-101).",
         None,
     ),

@@ -95,6 +95,23 @@ class BatchTable:
         return i if i < len(self.positions) else None
 
 
+def never_written(contents: OffsetIndexContents | TimeIndexContents) -> bool:
+    """Whether the file is a preallocated index no entry was ever written to: every slot is zero.
+
+    Kafka's tail rule (and its dump tool) counts slot 0 as an entry whatever it holds, but no broker
+    writes an all-zero first slot: an offset index entry follows at least `index.interval.bytes` of
+    log, so never (relative offset 0, position 0), and a time index entry carries a batch's timestamp.
+    Such a slot 0 is preallocation like the zero slots after it (an active segment still empty).
+    """
+    if len(contents.entries) != 1 or not contents.zero_tail_entries or not contents.zero_tail_is_zero:
+        return False
+    first = contents.entries[0]
+    zero = (
+        (contents.base_offset, 0) if isinstance(contents, OffsetIndexContents) else (0, contents.base_offset)
+    )
+    return tuple(first) == zero
+
+
 def check_index_slots(
     contents: OffsetIndexContents | TimeIndexContents, entry_size: int, file: str, order_code: str
 ) -> Iterator[Finding]:
@@ -111,16 +128,17 @@ def check_index_slots(
             f"{contents.trailing_bytes} bytes after the last whole {entry_size}-byte entry",
             position=contents.slot_count * entry_size,
         )
-    real = len(contents.entries)
+    real = 0 if never_written(contents) else len(contents.entries)
     if not contents.zero_tail_entries:
         return
     if contents.zero_tail_is_zero:
+        slots = contents.slot_count - real
         yield make_finding(
             "index-preallocated-tail",
             file,
-            f"{contents.zero_tail_entries} zero-filled preallocated slots after {real} entries",
+            f"{slots} zero-filled preallocated slots after {real} entries",
             position=real * entry_size,
-            slots=contents.zero_tail_entries,
+            slots=slots,
         )
     else:
         yield make_finding(
@@ -143,7 +161,7 @@ def check_offset_index(
     # Entries past the valid end (a stale index after a truncation, or damage mid-log) are one
     # finding per file: they share one cause and one repair.
     beyond: list[tuple[int, int, int]] = []
-    for i, (offset, position) in enumerate(contents.entries):
+    for i, (offset, position) in enumerate(() if never_written(contents) else contents.entries):
         at = i * 8
         out_of_order = offset < base or (i > 0 and (offset <= prev_offset or position <= prev_position))
         if out_of_order and not reported_order:
@@ -206,7 +224,7 @@ def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) 
     prev_ts = prev_offset = -1
     reported_order = False
     missing: list[tuple[int, int, int]] = []  # entries past the valid log's last offset
-    for i, (timestamp, offset) in enumerate(contents.entries):
+    for i, (timestamp, offset) in enumerate(() if never_written(contents) else contents.entries):
         at = i * 12
         out_of_order = offset < base or (i > 0 and (timestamp <= prev_ts or offset < prev_offset))
         if out_of_order and not reported_order:
