@@ -214,7 +214,8 @@ def _rollup(
         report.findings.extend(found)
         report.taken_as = taken_as if cache_alone else report.taken_as
     parts = [r for r in leaves if r.kind == "partition"] + [c for c in children if c is not None]
-    add_up(report, parts, None if cache_alone else lambda r: _nothing_to_check(r, options, r.partitions))
+    legal = cache_alone or target.idle_log_dir  # an idle broker's log dir among others: not empty
+    add_up(report, parts, None if legal else lambda r: _nothing_to_check(r, options, r.partitions))
     return report
 
 
