@@ -29,6 +29,8 @@ from kdump.model.entries import (
     classify_name,
     entry_findings,
     file_kind,
+    leftover_description,
+    leftover_finding,
     list_dir,
     probe,
     readable,
@@ -308,10 +310,7 @@ def _holds_log_dirs(path: Path, depth: int) -> bool:
 def _log_dir_target(given: str, path: Path, unknown: Severity) -> Target:
     log_dir = LogDir.load(path, unknown=unknown)
     problems = list(log_dir.problems)
-    problems.extend(
-        make_finding("leftover-file", str(p), f"{p.name} was left by an interrupted checkpoint write")
-        for p in log_dir.leftovers
-    )
+    problems.extend(leftover_finding(p) for p in log_dir.leftovers)
     return Target(
         given,
         path,
@@ -329,6 +328,9 @@ def _file_target(given: str, path: Path) -> Target:
     log_dir = _holding_log_dir(parent)
     kind = file_kind(path)
     info = parse_segment_file_name(path.name)
+    described = leftover_description(path, kind, _size(path))
+    if described is not None:
+        return Target(given, path, "file", log_dir, note=described)
     if kind is not None and kind != "log":
         if kind in ("index", "timeindex", "txnindex") and info is not None and info.suffix == "":
             # An index is judged against the batches it points into: check its segment.

@@ -17,7 +17,7 @@ from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats import checkpoints
 from kdump.formats.txn_index import AbortedTxn, TxnIndexContents
-from kdump.model.entries import file_kind
+from kdump.model.entries import BROKER_LEFTOVER_KINDS, file_kind, leftover_finding
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
@@ -351,7 +351,7 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
         report.findings.extend(check_snapshot(target.path))
     elif kind in TEXT_DECODERS:
         report.findings.extend(check_text_state(target.path, kind))
-    else:
+    elif kind not in BROKER_LEFTOVER_KINDS:  # the broker starts with those beside it: legal
         report.findings.append(
             make_finding(
                 "nothing-to-check",
@@ -370,12 +370,7 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
     f.extend(_check_overlaps(results))
     f.extend(check_transactions(results))
     f.extend(_check_leader_epochs(part, results))
-    for p in part.leftovers:
-        f.append(
-            make_finding(
-                "leftover-file", str(p), f"{p.name} was left by an unfinished clean, split or deletion"
-            )
-        )
+    f.extend(leftover_finding(p) for p in part.leftovers)
     for p in part.orphan_indexes:
         f.append(
             make_finding("orphan-index", str(p), f"{p.name} has no {p.name.split('.')[0]}.log beside it")
