@@ -101,12 +101,16 @@ Plan = list[tuple[Target, list[Unit]]]
 
 
 def plan_verify(targets: Iterable[Target]) -> Plan:
-    """Verify's units, in order, per target (directories of log dirs expanded): each partition
-    directory (a partition reached twice, by a path given twice or nested paths, only once), or
+    """Verify's units, in order, per target (directories of log dirs expanded): each directory and
+    partition directory (reached twice, by a path given twice or nested paths, only once), or
     the segment(s) of a file given alone."""
     seen: set[Path] = set()
+    dirs: set[Path] = set()
     plans: Plan = []
     for target in expand(list(targets)):
+        if target.kind != "file" and target.path.resolve() in dirs:
+            continue  # a directory reached twice (given alone and inside another) is listed once
+        dirs.add(target.path.resolve())
         units: list[Unit] = []
         if target.kind == "file":
             units.append((target, None, list(target.segments)))

@@ -139,3 +139,17 @@ def test_an_idle_log_dir_alone_still_checks_nothing(kdump: Any, tmp_path: Path) 
     result, rows = _verify(kdump, str(idle))
     assert result.exit_code == 1
     assert {r["code"] for r in rows if r["type"] == "finding"} == {"nothing-to-check"}
+
+
+def test_a_log_dir_given_alone_and_inside_a_fleet_is_listed_once(kdump: Any, tmp_path: Path) -> None:
+    fleet = tmp_path / "copies"
+    fleet.mkdir()
+    for n in ("kafka-0", "kafka-1"):
+        _sample_copy(fleet / n)
+    present = _log_bytes(fleet)
+    for args in ((fleet, fleet / "kafka-1"), (fleet / "kafka-1", fleet)):
+        result, rows = _verify(kdump, *map(str, args))
+        assert result.exit_code == 0, result.stdout
+        dirs = [r["file"] for r in rows if r["type"] == "summary" and r["scope"] in ("log-dir", "log-dirs")]
+        assert sorted(dirs) == sorted(map(str, (fleet, fleet / "kafka-0", fleet / "kafka-1")))
+        assert (rows[-1]["log_bytes"], rows[-1]["checked_bytes"]) == (present, present)
