@@ -132,10 +132,13 @@ def dump_items(targets: Iterable[Target], options: DumpOptions) -> Iterator[Dump
         if target.kind == "file":
             path = target.path
             kind = file_kind(path)
+            base, named = (segment_base_offset(path), True) if kind == "log" else (None, False)
+            if kind is None and target.segments:
+                # A name that says nothing: read as verify reads it, a segment at its first batch's offset.
+                kind, base = "log", target.segments[0].base_offset
             if kind in ("log", "checkpoint"):
-                base = segment_base_offset(path) if kind == "log" else None
                 index = timeindex = None
-                if kind == "log" and path.name.endswith(".log"):
+                if named and path.name.endswith(".log"):
                     index, timeindex = _sibling(path, ".index"), _sibling(path, ".timeindex")
                 decoder = choose_decoder(path, options.decode)
                 yield DumpItem(path, target.given, True, base, index, decoder, timeindex)
