@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, discover_all, format_option, resolve_format, say_problems
+from kdump.cli.output import diag, discover_all, dump_format_option, resolve_format, say_problems
 from kdump.cli.payload_options import build_payload_options, payload_options, prepare
 from kdump.cli.timespec import TimeParam
 from kdump.errors import KdumpError
@@ -19,6 +19,9 @@ from kdump.model.log_dir import Target
 from kdump.ops.dump import DumpEvent, DumpFilter, DumpOptions, dump_targets
 from kdump.ops.internal import DECODERS
 from kdump.render.rows import ENCODINGS
+
+# Record lines at a terminal (`render.tty_lines`); "tty-full" with --full-values.
+TTY_FORMATS = ("tty", "tty-full")
 
 
 @click.command("dump")
@@ -64,8 +67,14 @@ from kdump.render.rows import ENCODINGS
     is_flag=True,
     help="Show transactions per producer instead: first and last offset, outcome, and hanging ones.",
 )
+@click.option(
+    "--full-values",
+    is_flag=True,
+    help="At a terminal, show record lines and table cells whole (longer ones are cut with a mark "
+    "saying how many bytes are left out).",
+)
 @payload_options
-@format_option
+@dump_format_option
 def dump_command(
     paths: tuple[str, ...],
     records: bool,
@@ -82,6 +91,7 @@ def dump_command(
     jobs: int,
     decode: str,
     transactions_view: bool,
+    full_values: bool,
     fmt: str | None,
     key_type: str | None,
     value_type: str | None,
@@ -119,8 +129,9 @@ def dump_command(
         except KdumpError as exc:
             diag(str(exc))
             sys.exit(ExitCode.UNREADABLE)
+    at_terminal = fmt is None and sys.stdout.isatty()
     options = DumpOptions(
-        records=records or key is not None or payloads is not None,
+        records=records or key is not None or payloads is not None or fmt == "kcat",
         filter=DumpFilter(
             from_offset=from_offset,
             to_offset=to_offset,
@@ -136,7 +147,10 @@ def dump_command(
         payloads=payloads,
     )
     fmt = resolve_format(fmt)
-    if payloads is not None and fmt == "rich":
+    if at_terminal and options.records:
+        # Records stream as coloured lines at a terminal: a table cell per record is 500 times slower.
+        fmt = "tty-full" if full_values else "tty"
+    elif payloads is not None and fmt == "rich":
         fmt = "text"  # decoded values are long JSON: lines, not table cells
     if transactions_view:
         _show_transactions(targets, fmt)
@@ -144,7 +158,11 @@ def dump_command(
     events = _where(dump_targets(targets, options), options, encoding)
     workers = jobs or os.cpu_count() or 1
     try:
-        if options.records and fmt != "rich" and (workers > 1 or _compiled_records()):
+        if fmt == "kcat":
+            from kdump.render.kcat import write_kcat
+
+            write_kcat(events, sys.stdout, sys.stderr, encoding=encoding)
+        elif options.records and fmt != "rich" and (workers > 1 or _compiled_records() or fmt in TTY_FORMATS):
             _dump_parallel(targets, options, fmt, encoding, workers)
         elif fmt == "json":
             from kdump.render.jsonl import write_jsonl
@@ -153,7 +171,7 @@ def dump_command(
         elif fmt == "rich":
             from kdump.render.rich_tty import write_rich
 
-            write_rich(events, sys.stdout, encoding=encoding)
+            write_rich(events, sys.stdout, encoding=encoding, full_values=full_values)
         else:
             from kdump.render.text import write_text
 
@@ -187,7 +205,7 @@ def _dump_parallel(
 
     for item in dump_items(targets, options):
         size = item.path.stat().st_size if item.is_log else 0
-        if item.is_log and (size >= PARALLEL_MIN_BYTES or _compiled_records()):
+        if item.is_log and (size >= PARALLEL_MIN_BYTES or _compiled_records() or fmt in TTY_FORMATS):
             logs: Iterator[tuple[Path, str, Iterator[DumpEvent], str | None]] = iter(
                 [(item.path, item.label, batch_events_for_expansion(item, options), item.decoder)]
             )
@@ -196,6 +214,10 @@ def _dump_parallel(
             write_parallel(logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=jobs)
         elif fmt == "json":
             write_jsonl(_where(dump_item(item, options), options, encoding), sys.stdout, encoding=encoding)
+        elif fmt in TTY_FORMATS:
+            from kdump.render.rich_tty import write_rich
+
+            write_rich(dump_item(item, options), sys.stdout, encoding=encoding, full_values=fmt == "tty-full")
         else:
             write_text(_where(dump_item(item, options), options, encoding), sys.stdout, encoding=encoding)
 

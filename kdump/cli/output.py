@@ -29,6 +29,24 @@ def format_option(fn: F) -> F:
     )(fn)
 
 
+DUMP_FORMATS = (*FORMATS, "kcat")
+
+
+def dump_format_option(fn: F) -> F:
+    """`dump`'s `--format`: the shared ones and kcat's JSON."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(DUMP_FORMATS),
+        default=None,
+        help=(
+            "Output format: text, json (JSON Lines), rich (tables) or kcat (records as `kcat -C -J` "
+            "writes them; implies --records). Default at a terminal: records as coloured lines, "
+            "the rest as tables; else text."
+        ),
+    )(fn)
+
+
 def resolve_format(fmt: str | None) -> str:
     """The format to use when none was given: rich for a terminal, text for pipes and files."""
     if fmt is not None:
