@@ -4,21 +4,33 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, discover_all, dump_format_option, resolve_format, say_problems
+from kdump.cli.output import (
+    diag,
+    discover_all,
+    dump_format_option,
+    progress_bar,
+    resolve_format,
+    say_problems,
+)
 from kdump.cli.payload_options import build_payload_options, payload_options, prepare
 from kdump.cli.timespec import TimeParam
 from kdump.errors import KdumpError
+from kdump.formats.batch import BatchHeader
 from kdump.model.log_dir import Target
 from kdump.ops.dump import DumpEvent, DumpFilter, DumpOptions, dump_targets
 from kdump.ops.internal import DECODERS
 from kdump.render.rows import ENCODINGS
+
+if TYPE_CHECKING:
+    from kdump.render.progress import ProgressBar
 
 # Record lines at a terminal (`render.tty_lines`); "tty-full" with --full-values.
 TTY_FORMATS = ("tty", "tty-full")
@@ -155,32 +167,61 @@ def dump_command(
     if transactions_view:
         _show_transactions(targets, fmt)
         sys.exit(ExitCode.UNREADABLE if failed else ExitCode.OK)
-    events = _where(dump_targets(targets, options), options, encoding)
     workers = jobs or os.cpu_count() or 1
+    stack = ExitStack()
     try:
-        if fmt == "kcat":
-            from kdump.render.kcat import write_kcat
-
-            write_kcat(events, sys.stdout, sys.stderr, encoding=encoding)
-        elif options.records and fmt != "rich" and (workers > 1 or _compiled_records() or fmt in TTY_FORMATS):
-            _dump_parallel(targets, options, fmt, encoding, workers)
-        elif fmt == "json":
-            from kdump.render.jsonl import write_jsonl
-
-            write_jsonl(events, sys.stdout, encoding=encoding)
-        elif fmt == "rich":
-            from kdump.render.rich_tty import write_rich
-
-            write_rich(events, sys.stdout, encoding=encoding, full_values=full_values)
-        else:
-            from kdump.render.text import write_text
-
-            write_text(events, sys.stdout, encoding=encoding)
+        with stack:
+            # At a terminal the streamed output is the progress; a bar goes with output to a file or pipe.
+            bar = None if sys.stdout.isatty() else progress_bar(stack, targets, fmt, "dumping")
+            events = _where(_advancing(dump_targets(targets, options), bar), options, encoding)
+            _write(targets, options, events, fmt, encoding, workers, full_values, bar)
     except KdumpError as exc:
         diag(str(exc))
         failed = True
     if failed:
         sys.exit(ExitCode.UNREADABLE)
+
+
+def _advancing(events: Iterator[DumpEvent], bar: Callable[[int], None] | None) -> Iterator[DumpEvent]:
+    """The events, the bar advanced by each batch's bytes as it passes."""
+    if bar is None:
+        yield from events
+        return
+    for ev in events:
+        if isinstance(ev, BatchHeader):
+            bar(ev.size)
+        yield ev
+
+
+def _write(
+    targets: list[Target],
+    options: DumpOptions,
+    events: Iterator[Any],
+    fmt: str,
+    encoding: str,
+    workers: int,
+    full_values: bool,
+    bar: ProgressBar | None,
+) -> None:
+    """Write the dump's events in `fmt` (records on every core where that pays)."""
+    if fmt == "kcat":
+        from kdump.render.kcat import write_kcat
+
+        write_kcat(events, sys.stdout, diag, encoding=encoding)
+    elif options.records and fmt != "rich" and (workers > 1 or _compiled_records() or fmt in TTY_FORMATS):
+        _dump_parallel(targets, options, fmt, encoding, workers, bar)
+    elif fmt == "json":
+        from kdump.render.jsonl import write_jsonl
+
+        write_jsonl(events, sys.stdout, encoding=encoding)
+    elif fmt == "rich":
+        from kdump.render.rich_tty import write_rich
+
+        write_rich(events, sys.stdout, encoding=encoding, full_values=full_values)
+    else:
+        from kdump.render.text import write_text
+
+        write_text(events, sys.stdout, encoding=encoding)
 
 
 # Below this much log, starting worker processes costs more than it saves.
@@ -195,7 +236,12 @@ def _compiled_records() -> bool:
 
 
 def _dump_parallel(
-    targets: list[Target], options: DumpOptions, fmt: str, encoding: str, workers: int
+    targets: list[Target],
+    options: DumpOptions,
+    fmt: str,
+    encoding: str,
+    workers: int,
+    bar: Callable[[int], None] | None = None,
 ) -> None:
     """Records decoded on every core for big logs; everything else as usual, in order."""
     from kdump.ops.dump import batch_events_for_expansion, dump_item, dump_items
@@ -207,19 +253,34 @@ def _dump_parallel(
         size = item.path.stat().st_size if item.is_log else 0
         if item.is_log and (size >= PARALLEL_MIN_BYTES or _compiled_records() or fmt in TTY_FORMATS):
             logs: Iterator[tuple[Path, str, Iterator[DumpEvent], str | None]] = iter(
-                [(item.path, item.label, batch_events_for_expansion(item, options), item.decoder)]
+                [
+                    (
+                        item.path,
+                        item.label,
+                        _advancing(batch_events_for_expansion(item, options), bar),
+                        item.decoder,
+                    )
+                ]
             )
             # A small log is rendered in this process (jobs=1): workers would cost more than they save.
             jobs = workers if size >= PARALLEL_MIN_BYTES else 1
             write_parallel(logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=jobs)
         elif fmt == "json":
-            write_jsonl(_where(dump_item(item, options), options, encoding), sys.stdout, encoding=encoding)
+            write_jsonl(
+                _where(_advancing(dump_item(item, options), bar), options, encoding),
+                sys.stdout,
+                encoding=encoding,
+            )
         elif fmt in TTY_FORMATS:
             from kdump.render.rich_tty import write_rich
 
             write_rich(dump_item(item, options), sys.stdout, encoding=encoding, full_values=fmt == "tty-full")
         else:
-            write_text(_where(dump_item(item, options), options, encoding), sys.stdout, encoding=encoding)
+            write_text(
+                _where(_advancing(dump_item(item, options), bar), options, encoding),
+                sys.stdout,
+                encoding=encoding,
+            )
 
 
 def _where(events: Iterator[DumpEvent], options: DumpOptions, encoding: str) -> Iterator[Any]:

@@ -10,7 +10,7 @@ the JSON it decoded to, as kcat's `-s avro` prints it; otherwise the bytes in `-
 strings with non-ASCII characters written as they are (kcat does not escape them).
 
 Only records are written: control records, which a consumer never sees, are left out, and so are
-batches, file starts and summaries. Findings are said on the `err` stream as diagnostics, never
+batches, file starts and summaries. Findings are said on stderr as diagnostics, never
 mixed into the records. Topic and partition come from the partition directory's name (null when
 it is not named as one).
 """
@@ -18,7 +18,7 @@ it is not named as one).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from kdump.findings import Finding
@@ -77,8 +77,11 @@ def kcat_head(file: str) -> str:
     return f'{{"topic":{t},"partition":{p},"offset":'
 
 
-def write_kcat(events: Iterable[Any], out: IO[str], err: IO[str], *, encoding: str = "utf8") -> None:
-    """Write the records of dump events as kcat's JSON lines; findings go to `err`."""
+def write_kcat(
+    events: Iterable[Any], out: IO[str], say: Callable[[str], None], *, encoding: str = "utf8"
+) -> None:
+    """Write the records of dump events as kcat's JSON lines; each finding's text line is given to
+    `say` (the CLI says it on stderr), after the records before it are written."""
     batch: BatchHeader | None = None
     head = '{"topic":null,"partition":null,"offset":'
     buf: list[str] = []
@@ -102,7 +105,7 @@ def write_kcat(events: Iterable[Any], out: IO[str], err: IO[str], *, encoding: s
                 out.write("\n".join(buf) + "\n")
                 buf.clear()
                 out.flush()
-            err.write(f"kdump: {finding_line(ev)}\n")
+            say(finding_line(ev))
     if buf:
         out.write("\n".join(buf) + "\n")
     out.flush()
