@@ -1,7 +1,7 @@
 """A progress bar on standard error for long commands at a terminal.
 
 One line, redrawn in place at most ten times a second, and only once the command has run for
-`DELAY` seconds (a quick command shows none). Whatever else is printed while it is drawn must be
+half a second (KDUMP_PROGRESS_DELAY seconds when set; a quick command shows none). Whatever else is printed while it is drawn must be
 preceded by `clear()`, which erases it (the next step draws it again on a line of its own);
 `finish()` leaves the finished bar as a line of its own, so nothing printed after it is ever glued
 to it. The caller draws one only when standard error is a terminal.
@@ -9,12 +9,20 @@ to it. The caller draws one only when standard error is a terminal.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from typing import IO
 
-DELAY = 0.5
 INTERVAL = 0.1
+
+
+def _delay() -> float:
+    """Seconds a run lasts before its bar is drawn: KDUMP_PROGRESS_DELAY, else half a second."""
+    try:
+        return max(float(os.environ.get("KDUMP_PROGRESS_DELAY", "0.5")), 0.0)
+    except ValueError:
+        return 0.5
 
 
 def _duration(seconds: float) -> str:
@@ -29,13 +37,13 @@ def _size(n: int, unit: int) -> str:
 class ProgressBar:
     """`bar(n)` says n more bytes are done (what a progress callback of `ops` is given)."""
 
-    def __init__(self, label: str, total: int, out: IO[str], *, delay: float = DELAY) -> None:
+    def __init__(self, label: str, total: int, out: IO[str], *, delay: float | None = None) -> None:
         self.label = label
         self.total = max(total, 0)
         self.out = out
         self.done = 0
         self.start = time.monotonic()
-        self.delay = delay
+        self.delay = _delay() if delay is None else delay
         self.last = 0.0
         self.shown = False  # the bar is on screen now
         self.ever = False  # the bar was drawn at least once
