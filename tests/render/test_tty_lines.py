@@ -42,6 +42,6 @@ def test_colour_marks_fields_and_strips_back_to_the_text_lines() -> None:
     )
     shown = tty_bytes(text)
     assert ANSI.sub(b"", shown) == text
-    assert b"\x1b[1;36m| offset: 0\x1b[0m" in shown
+    assert b"\x1b[1;36m| offset:\x1b[0m 0" in shown
     assert b"\x1b[1;31misvalid: false\x1b[0m" in shown
     assert shown.startswith(b"\x1b[1mDumping\x1b[0m ")
