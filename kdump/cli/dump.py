@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import click
 
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 # Record lines at a terminal (`render.tty_lines`); "tty-full" with --full-values.
 TTY_FORMATS = ("tty", "tty-full")
+# At a terminal, a batch-level dump of logs this big streams as lines too (a table shows ~350 rows/s).
+TABLE_MAX_LOG_BYTES = 4 << 20
 
 
 @click.command("dump")
@@ -159,8 +161,9 @@ def dump_command(
         payloads=payloads,
     )
     fmt = resolve_format(fmt)
-    if at_terminal and options.records:
-        # Records stream as coloured lines at a terminal: a table cell per record is 500 times slower.
+    if at_terminal and (options.records or sum(t.log_bytes for t in targets) >= TABLE_MAX_LOG_BYTES):
+        # Records (and the batches of big logs) stream as coloured lines at a terminal: a table
+        # cell per record or batch is hundreds of times slower than a line.
         fmt = "tty-full" if full_values else "tty"
     elif payloads is not None and fmt == "rich":
         fmt = "text"  # decoded values are long JSON: lines, not table cells
@@ -218,6 +221,11 @@ def _write(
         from kdump.render.rich_tty import write_rich
 
         write_rich(events, sys.stdout, encoding=encoding, full_values=full_values)
+    elif fmt in TTY_FORMATS:
+        from kdump.render.text import write_text
+        from kdump.render.tty_lines import TtyWriter
+
+        write_text(events, cast("IO[str]", TtyWriter(sys.stdout, full=fmt == "tty-full")), encoding=encoding)
     else:
         from kdump.render.text import write_text
 

@@ -15,8 +15,10 @@ chunk of lines, with whole-chunk byte operations only:
 
 from __future__ import annotations
 
+import io
 import os
 import re
+from typing import IO
 
 # Longest record line shown whole unless --full-values is given (bytes; ~10 terminal lines of 100).
 LINE_LIMIT = 1000
@@ -77,3 +79,25 @@ def tty_bytes(data: bytes, *, full: bool = False, colour: bool = True, limit: in
     for plain, styled in _STYLES:
         data = data.replace(plain, styled)
     return data[1:]
+
+
+class TtyWriter(io.TextIOBase):
+    """A text stream that shows what is written to it (whole lines) as `tty_bytes` does, on `out`."""
+
+    def __init__(self, out: IO[str], *, full: bool = False) -> None:
+        self.out = out
+        self.full = full
+        self.colour = colour_enabled()
+
+    def write(self, text: str) -> int:
+        data = tty_bytes(text.encode("utf-8"), full=self.full, colour=self.colour)
+        sink = getattr(self.out, "buffer", None)
+        if sink is not None:
+            self.out.flush()
+            sink.write(data)
+        else:
+            self.out.write(data.decode("utf-8"))
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()

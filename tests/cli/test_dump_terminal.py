@@ -10,7 +10,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from builders import SegmentBuilder, records
 from click.testing import Result
+
+from kdump.cli.dump import TABLE_MAX_LOG_BYTES
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -79,10 +82,27 @@ def escaped(text: str) -> str:
     )
 
 
-def test_batches_alone_stay_a_table_at_a_terminal(corpus_root: Path) -> None:
+def test_batches_of_a_small_log_stay_a_table_at_a_terminal(corpus_root: Path) -> None:
     shown = run_at_terminal("dump", str(corpus_root / "kafka-3.8.0" / "txn-1"), env={"NO_COLOR": "1"})
     assert "│" in shown
     assert "baseOffset:" not in shown
+
+
+def test_batches_of_a_big_log_stream_as_lines_at_a_terminal(tmp_path: Path) -> None:
+    part = tmp_path / "big-0"
+    seg = SegmentBuilder()
+    for _ in range(5):
+        seg.add_v2(records(1, value_size=1 << 20))
+    seg.write(part)
+    assert sum(p.stat().st_size for p in part.glob("*.log")) >= TABLE_MAX_LOG_BYTES
+    shown = ANSI.sub("", run_at_terminal("dump", str(part)))
+    plain = subprocess.run(
+        [sys.executable, "-m", "kdump", "dump", "--format", "text", str(part)],
+        capture_output=True,
+        check=True,
+    ).stdout.decode("utf-8")
+    assert shown == plain
+    assert shown.count("\nbaseOffset: ") == 5
 
 
 def test_kcat_format_matches_the_json_records(kdump: Callable[..., Result], corpus_root: Path) -> None:
