@@ -128,3 +128,59 @@ def test_kcat_format_matches_the_json_records(kdump: Callable[..., Result], corp
         assert row["broker"] == -1
         flat = [x for h in record["headers"] for x in (h["key"], h["value"])]
         assert row.get("headers", []) == flat
+
+
+def bar_on_terminal_stderr(args: list[str], stdout: Path) -> str:
+    """What kdump writes to stderr when stderr is a terminal and stdout a file."""
+    primary, secondary = os.openpty()
+    try:
+        with stdout.open("wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kdump", *args],
+                stdout=out,
+                stderr=secondary,
+                env={**os.environ, "COLUMNS": "100", "KDUMP_PROGRESS_DELAY": "0"},
+            )
+            os.close(secondary)
+            chunks = []
+            while True:
+                try:
+                    data = os.read(primary, 1 << 16)
+                except OSError:
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            proc.wait(timeout=120)
+    finally:
+        os.close(primary)
+    return b"".join(chunks).decode("utf-8")
+
+
+def test_a_dump_to_a_file_draws_a_bar_on_the_terminal_and_finishes_it(
+    tmp_path: Path, corpus_root: Path
+) -> None:
+    part = str(corpus_root / "kafka-3.8.0" / "txn-1")
+    err = bar_on_terminal_stderr(["dump", "--records", part], tmp_path / "out.txt")
+    assert "dumping ━" in err
+    final = err.rsplit("\x1b[2K", 1)[1]
+    assert re.fullmatch(r"dumping ━+ \d+\.\d/\d+\.\d MiB done in \d:\d\d:\d\d\r?\n", final), final
+    assert "\x1b" not in (tmp_path / "out.txt").read_text()  # the bar never reaches stdout
+
+
+def test_no_bar_when_stderr_is_not_a_terminal(corpus_root: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kdump", "dump", "--records", str(corpus_root / "kafka-3.8.0" / "txn-1")],
+        capture_output=True,
+        env={**os.environ, "KDUMP_PROGRESS_DELAY": "0"},
+        check=True,
+    )
+    assert done.stderr == b""
+    assert b"\x1b" not in done.stdout
+
+
+def test_kcat_findings_go_to_stderr(kdump: Callable[..., Result]) -> None:
+    damaged = Path(__file__).resolve().parents[2] / "samples" / "damaged" / "bad-crc-0"
+    result = kdump("dump", "--format", "kcat", str(damaged))
+    assert all(json.loads(line)["topic"] == "bad-crc" for line in result.stdout.splitlines())
+    assert "kdump: ERROR crc-mismatch at " in result.stderr
