@@ -186,10 +186,11 @@ def dump_command(
 
 
 def _advancing(events: Iterator[DumpEvent], bar: Callable[[int], None] | None) -> Iterator[DumpEvent]:
-    """The events, the bar advanced by each batch's bytes as it passes."""
-    if bar is None:
-        yield from events
-        return
+    """The events, the bar advanced by each batch's bytes as it passes (the events themselves, without one)."""
+    return events if bar is None else _advance(events, bar)
+
+
+def _advance(events: Iterator[DumpEvent], bar: Callable[[int], None]) -> Iterator[DumpEvent]:
     for ev in events:
         if isinstance(ev, BatchHeader):
             bar(ev.size)
