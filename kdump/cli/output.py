@@ -44,8 +44,8 @@ def dump_format_option(fn: F) -> F:
         default=None,
         help=(
             "Output format: text, json (JSON Lines), rich (tables) or kcat (records as `kcat -C -J` "
-            "writes them; implies --records). Default at a terminal: records as coloured lines, "
-            "the rest as tables; else text."
+            "writes them; implies --records). Default at a terminal: records (and the batches of "
+            "4 MiB of logs or more) as coloured lines, the rest as tables; else text."
         ),
     )(fn)
 
