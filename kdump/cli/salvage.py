@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import format_option, resolve_format
+from kdump.cli.output import format_option, progress_bar, resolve_format
 from kdump.cli.repair import interval_options
 from kdump.errors import KdumpError
 from kdump.model.log_dir import discover
@@ -91,15 +92,17 @@ def salvage_command(
     part = PartitionDir.load(target.path)
     resolver = IntervalResolver(index_interval_bytes, metadata_log, DEFAULT_INDEX_INTERVAL_BYTES)
     interval, source = resolver.for_partition(part.path, target.log_dir_path)
-    result = salvage(
-        part,
-        out,
-        record_line=record_lines(encoding),
-        batch_lines=batch_lines(encoding),
-        interval_bytes=interval,
-        parquet=not no_parquet,
-        interval_source=source,
-    )
+    with ExitStack() as stack:
+        result = salvage(
+            part,
+            out,
+            record_line=record_lines(encoding),
+            batch_lines=batch_lines(encoding),
+            interval_bytes=interval,
+            parquet=not no_parquet,
+            interval_source=source,
+            progress=progress_bar(stack, [target], fmt, "salvaging"),
+        )
     if fmt == "json":
         sys.stdout.write(json.dumps(result.report, separators=(",", ":")) + "\n")
     else:

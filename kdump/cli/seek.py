@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, discover_all, format_option, resolve_format, say_problems
+from kdump.cli.output import diag, discover_all, format_option, progress_bar, resolve_format, say_problems
 from kdump.cli.timespec import parse_time_ms
 from kdump.errors import KdumpError
 from kdump.model.log_dir import looks_like_log_dir
@@ -170,37 +171,43 @@ def seek_command(
         from kdump.render.rich_tty import make_console
 
         console = make_console(sys.stdout)
-    for t in targets:
-        ckpt_dir = override if override is not None else t.log_dir_path
-        if ckpt_dir not in cache:
-            cache[ckpt_dir] = load_log_dir_checkpoints(ckpt_dir)
-        try:
-            parts = t.partitions()
-        except KdumpError as exc:
-            diag(str(exc))
-            unreadable = True
-            continue
-        if not parts:
-            diag(f"{t.given}: no partition directories in this log dir")
-        for part in parts:
-            label = t.given if t.kind == "partition" else str(Path(t.given) / part.name)
+    with ExitStack() as stack:
+        bar = progress_bar(stack, targets, fmt, "seeking")
+        for t in targets:
+            ckpt_dir = override if override is not None else t.log_dir_path
+            if ckpt_dir not in cache:
+                cache[ckpt_dir] = load_log_dir_checkpoints(ckpt_dir)
             try:
-                r = seek_partition(
-                    part,
-                    target,
-                    log_dir_path=ckpt_dir,
-                    label=label,
-                    log_dir_checkpoints=cache[ckpt_dir],
-                    tiered=tiered,
-                )
+                parts = t.partitions()
             except KdumpError as exc:
-                diag(f"{label}: {exc}")
+                diag(str(exc))
                 unreadable = True
                 continue
-            unreadable = unreadable or any(f.code == "unreadable-file" for f in r.findings)
-            results.append(r)
-            if console is None:
-                _print(r, fmt)
+            if not parts:
+                diag(f"{t.given}: no partition directories in this log dir")
+            for part in parts:
+                label = t.given if t.kind == "partition" else str(Path(t.given) / part.name)
+                try:
+                    r = seek_partition(
+                        part,
+                        target,
+                        log_dir_path=ckpt_dir,
+                        label=label,
+                        log_dir_checkpoints=cache[ckpt_dir],
+                        tiered=tiered,
+                    )
+                except KdumpError as exc:
+                    diag(f"{label}: {exc}")
+                    unreadable = True
+                    continue
+                unreadable = unreadable or any(f.code == "unreadable-file" for f in r.findings)
+                results.append(r)
+                if console is None:
+                    if bar is not None:
+                        bar.clear()  # stdout may be the same terminal: never print onto the bar
+                    _print(r, fmt)
+                if bar is not None:
+                    bar(part.log_bytes)
     if console is not None:
         from kdump.render.seek import seek_table
 

@@ -142,11 +142,17 @@ def verify_command(
             printer = _Printer(fmt)
             for report in verify_targets(targets, options, progress, tiered):
                 reports.append(report)
+                if progress is not None:
+                    progress.clear()  # stdout may be the same terminal: never print onto the bar
                 printer.report(report)
             for report in verify_stores(stores, tiered, options):
                 reports.append(report)
+                if progress is not None:
+                    progress.clear()
                 printer.report(report)
             code = _write_junit(junit, reports, threshold, _exit_code(reports, threshold, unreadable))
+            if progress is not None:
+                progress.finish()  # on its own line before the total
             printer.finish(reports, code)
     sys.exit(code)
 

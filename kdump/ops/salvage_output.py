@@ -290,8 +290,10 @@ def salvage(
     interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     parquet: bool = True,
     interval_source: str = "the broker default",
+    progress: Callable[[int], None] | None = None,
 ) -> SalvageResult:
-    """Salvage a partition directory into `out`: clean partition, records, partial records, report."""
+    """Salvage a partition directory into `out`: clean partition, records, partial records, report;
+    `progress` is told the bytes of each kept batch as its records are written."""
     from kdump.ops.salvage_report import build_report
 
     plan = plan_salvage(part)
@@ -304,7 +306,7 @@ def salvage(
     odir = OutputDir.create(out, part.path)
     clean = write_clean_partition(plan, odir, interval_bytes)
     result = SalvageResult(plan, odir.path, clean, parquet=parquet)
-    _write_records(result, odir, record_line, batch_lines)
+    _write_records(result, odir, record_line, batch_lines, progress)
     _write_partial(result, odir, record_line)
     result.report = build_report(result, interval_bytes, interval_source)
     fh = odir.open_new(REPORT_JSON, text=True)
@@ -316,7 +318,11 @@ def salvage(
 
 
 def _write_records(
-    result: SalvageResult, odir: OutputDir, record_line: RecordLine, batch_lines: BatchLines | None
+    result: SalvageResult,
+    odir: OutputDir,
+    record_line: RecordLine,
+    batch_lines: BatchLines | None,
+    progress: Callable[[int], None] | None = None,
 ) -> None:
     """records.jsonl and records.parquet, batch by batch as they are read (constant memory):
     clean batches from the compiled record path's buffers (lines rendered in C, Arrow columns),
@@ -332,6 +338,8 @@ def _write_records(
         pq_writer = ParquetRecords(pq_file, part.topic, part.partition)
     compiled = batch_lines is not None and fast_records.compiled is not None
     for seg, buf, batch in kept_batches(result.plan):
+        if progress is not None:
+            progress(batch.size)
         file = str(seg.log)
         data = payload_of(buf, batch) if compiled else None
         lines = batch_lines(data, batch, file) if data is not None and batch_lines is not None else None

@@ -44,6 +44,11 @@ CHUNK_BYTES = 1 << 20
 
 def _render(events: Iterable[Any], fmt: str, encoding: str) -> str:
     out = io.StringIO()
+    if fmt in TTY_FORMATS:
+        from kdump.render.text import write_text
+
+        write_text(events, out, encoding=encoding)
+        return _tty(out.getvalue().encode("utf-8"), fmt).decode("utf-8")
     if fmt == "json":
         from kdump.render.jsonl import write_jsonl
 
@@ -60,8 +65,21 @@ WorkArgs = tuple[str, str, list[DumpEvent], DumpOptions, str, str, str | None]
 WorkResult = tuple[bytes, int, dict[int, int], PayloadTally | None]
 
 
+# Text lines as shown at a terminal (`render.tty_lines`): whole values, or lines cut with a mark.
+TTY_FORMATS = ("tty", "tty-full")
+
+
+def _tty(data: bytes, fmt: str) -> bytes:
+    from kdump.render.tty_lines import colour_enabled, tty_bytes
+
+    return tty_bytes(data, full=fmt == "tty-full", colour=colour_enabled())
+
+
 def _work(args: WorkArgs) -> WorkResult:
-    _path, _label, _events, options, _fmt, _encoding, decoder = args
+    path, label, events, options, fmt, encoding, decoder = args
+    if fmt in TTY_FORMATS:
+        data, records, counts, tally = _work((path, label, events, options, "text", encoding, decoder))
+        return _tty(data, fmt), records, counts, tally
     payloads = options.payloads
     if payloads is not None and decoder is None and (payloads.decoding or payloads.where):
         from kdump.render.payload_lines import work_payloads

@@ -188,7 +188,7 @@ def _fast_json(decoder: PayloadDecoder, file_json: str, encoding: str) -> Any:
     """The JSON lines of a batch's records, as long as each takes the decoder's common case (a raw
     or int key, a value of a known live schema): `jsonl.payload_record_line`'s line, built without
     the record's event. Returns the records from the first one that does not (for the general way)."""
-    from kdump.render.jsonl import _bytes_json
+    from kdump.render.jsonl import _bytes_json, record_head
 
     key_kind = decoder.options.key_type
     key_format = "null" if key_kind == "raw" else f'"{key_kind}"'
@@ -198,7 +198,7 @@ def _fast_json(decoder: PayloadDecoder, file_json: str, encoding: str) -> Any:
 
     def lines(recs: list[Record], h: BatchHeader, append: Any) -> list[Record]:
         head = (
-            f'{{"type":"record","file":{file_json},"offset":',
+            record_head(file_json),
             f',"position":{h.position},"timestamp":',
             f',"timestamp_type":"{"LogAppendTime" if h.timestamp_type == 1 else "CreateTime"}","key":',
         )
