@@ -64,6 +64,11 @@ class ScanSummary:
     findings_warning: int
     findings_error: int
     deep: bool
+    # Legacy wrappers not decompressed (their codec's library is missing here): the records they hold
+    # are not in `record_count`, which is then a lower bound. And whether `first_offset` is the first
+    # offset, or only the last offset of such a wrapper (the first is then unknown, at most that).
+    uncounted_batches: int = 0
+    first_offset_known: bool = True
 
     @property
     def next_offset(self) -> int | None:
