@@ -11,10 +11,11 @@ from typing import Any
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, discover_all, format_option, resolve_format, say_problems
+from kdump.cli.output import UNCHECKED_CODES, diag, discover_all, format_option, resolve_format, say_problems
 from kdump.cli.payload_options import build_payload_options, payload_options, prepare
 from kdump.cli.timespec import TimeParam
 from kdump.errors import KdumpError
+from kdump.findings import Finding
 from kdump.model.log_dir import Target
 from kdump.ops.dump import DumpEvent, DumpFilter, DumpOptions, dump_targets
 from kdump.ops.internal import DECODERS
@@ -141,11 +142,12 @@ def dump_command(
     if transactions_view:
         _show_transactions(targets, fmt)
         sys.exit(ExitCode.UNREADABLE if failed else ExitCode.OK)
-    events = _where(dump_targets(targets, options), options, encoding)
+    unchecked = _Unchecked()
+    events = unchecked.watch(_where(dump_targets(targets, options), options, encoding))
     workers = jobs or os.cpu_count() or 1
     try:
         if options.records and fmt != "rich" and (workers > 1 or _compiled_records()):
-            _dump_parallel(targets, options, fmt, encoding, workers)
+            unchecked.batches += _dump_parallel(targets, options, fmt, encoding, workers)
         elif fmt == "json":
             from kdump.render.jsonl import write_jsonl
 
@@ -161,8 +163,25 @@ def dump_command(
     except KdumpError as exc:
         diag(str(exc))
         failed = True
+    if unchecked.batches:
+        # What the dump needed to decompress and could not: never a complete dump (exit 3).
+        diag(f"{unchecked.batches} batches were not decompressed: a codec's library cannot be loaded here")
+        failed = True
     if failed:
         sys.exit(ExitCode.UNREADABLE)
+
+
+class _Unchecked:
+    """Counts the batches a dump left undecompressed (codec-unavailable), whatever renders them."""
+
+    def __init__(self) -> None:
+        self.batches = 0
+
+    def watch(self, events: Iterator[Any]) -> Iterator[Any]:
+        for ev in events:
+            if isinstance(ev, Finding) and ev.code in UNCHECKED_CODES:
+                self.batches += 1
+            yield ev
 
 
 # Below this much log, starting worker processes costs more than it saves.
@@ -176,10 +195,10 @@ def _compiled_records() -> bool:
     return enabled()
 
 
-def _dump_parallel(
-    targets: list[Target], options: DumpOptions, fmt: str, encoding: str, workers: int
-) -> None:
-    """Records decoded on every core for big logs; everything else as usual, in order."""
+def _dump_parallel(targets: list[Target], options: DumpOptions, fmt: str, encoding: str, workers: int) -> int:
+    """Records decoded on every core for big logs; everything else as usual, in order. Returns how many
+    batches were not decompressed (their codec's library cannot be loaded here)."""
+    unchecked = _Unchecked()
     from kdump.ops.dump import batch_events_for_expansion, dump_item, dump_items
     from kdump.render.jsonl import write_jsonl
     from kdump.render.parallel import write_parallel
@@ -193,11 +212,16 @@ def _dump_parallel(
             )
             # A small log is rendered in this process (jobs=1): workers would cost more than they save.
             jobs = workers if size >= PARALLEL_MIN_BYTES else 1
-            write_parallel(logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=jobs)
+            unchecked.batches += write_parallel(
+                logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=jobs
+            )
         elif fmt == "json":
-            write_jsonl(_where(dump_item(item, options), options, encoding), sys.stdout, encoding=encoding)
+            events = unchecked.watch(_where(dump_item(item, options), options, encoding))
+            write_jsonl(events, sys.stdout, encoding=encoding)
         else:
-            write_text(_where(dump_item(item, options), options, encoding), sys.stdout, encoding=encoding)
+            events = unchecked.watch(_where(dump_item(item, options), options, encoding))
+            write_text(events, sys.stdout, encoding=encoding)
+    return unchecked.batches
 
 
 def _where(events: Iterator[DumpEvent], options: DumpOptions, encoding: str) -> Iterator[Any]:

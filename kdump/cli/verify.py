@@ -108,7 +108,8 @@ def verify_command(
     \b
     Exit codes: 0 clean, 1 findings at or above --fail-on (an unrecognised entry, nothing to
     check and a check that covered less than it was given are errors), 2 usage error, 3 a path
-    could not be read.
+    could not be read, or records could not be decompressed: a codec's library is missing or
+    broken here (codec-unavailable names it and how to install it; counts are shown unknown).
 
     \b
     Examples:

@@ -64,8 +64,8 @@ class ScanSummary:
     findings_warning: int
     findings_error: int
     deep: bool
-    # Legacy wrappers not decompressed (their codec's library is missing here): the records they hold
-    # are not in `record_count`, which is then a lower bound. And whether `first_offset` is the first
+    # Batches whose records were needed (a legacy wrapper's always, any batch's when `deep`) but not
+    # decompressed, their codec's library missing here: their records are not in `record_count`. And whether `first_offset` is the first
     # offset, or only the last offset of such a wrapper (the first is then unknown, at most that).
     uncounted_batches: int = 0
     first_offset_known: bool = True

@@ -354,10 +354,11 @@ def scan_log(
                 else:
                     salvageable += run.n
                 if batch_runs and deep:
-                    for part in check_run_records(buf, run, file, decode_batch_counted):
+                    for part in check_run_records(buf, run, file, decode_batch_records):
                         if isinstance(part, int):
                             record_count += part
                         elif isinstance(part, Finding):
+                            uncounted += part.code == "codec-unavailable"
                             yield tally(part)
                         else:
                             yield part
@@ -370,7 +371,8 @@ def scan_log(
                         records, findings = decode_batch_records(buf, header, file)
                         for f in findings:
                             yield tally(f)
-                        record_count += _held(header, records, findings)
+                        uncounted += _unavailable(findings)
+                        record_count += len(records)
                         yield from records
                 else:
                     record_count += run.records
@@ -600,13 +602,14 @@ def scan_log(
             for f in legacy_records[1]:
                 if f.code in WRAPPER_OFFSET_CODES or f.code == "codec-unavailable":
                     yield tally(f)
-        if legacy_records is not None and _unavailable(legacy_records[1]):
+        if legacy_records is not None and not deep and _unavailable(legacy_records[1]):
             uncounted += 1  # never counted as 0 records: the wrapper's inner messages are unknown
         if deep:
             records, findings = legacy_records or decode_batch_records(buf, header, file)
             for f in findings:
                 yield tally(f)
-            record_count += _held(header, records, findings)
+            uncounted += _unavailable(findings)  # its records were not decoded, so not counted
+            record_count += len(records)
             if not batch_runs:
                 yield from records
         elif header.count is not None and header.count > 0:
@@ -747,20 +750,6 @@ def _whole_record_count(data: bytes, h: BatchHeader) -> int | None:
 
 def _unavailable(findings: list[Finding]) -> bool:
     return any(f.code == "codec-unavailable" for f in findings)
-
-
-def _held(h: BatchHeader, records: list[Record], findings: list[Finding]) -> int:
-    """How many records a deep scan counts for a batch: those decoded, or where the codec is missing
-    here, a v2 batch's stored count (as a shallow scan counts it; a legacy wrapper's is unknown)."""
-    if h.magic == 2 and not records and _unavailable(findings):
-        return max(h.count or 0, 0)
-    return len(records)
-
-
-def decode_batch_counted(buf: Buffer, h: BatchHeader, file: str) -> tuple[int, list[Finding]]:
-    """`decode_batch_records` for the compiled walk's runs: how many records the batch counts for."""
-    records, findings = decode_batch_records(buf, h, file)
-    return _held(h, records, findings), findings
 
 
 def decode_batch_records(buf: Buffer, h: BatchHeader, file: str) -> tuple[list[Record], list[Finding]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,8 +24,7 @@ from kdump.formats.codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
 from kdump.formats.constants import CONTROL_MASK, TIMESTAMP_TYPE_MASK, V2_HEADER_SIZE, Codec
 
 Buffer = bytes | bytearray | memoryview
-# The reference's decoding of one batch: how many records it counts for, and its findings.
-DecodeBatch = Callable[[Buffer, BatchHeader, str], tuple[int, list[Finding]]]
+DecodeBatch = Callable[[Buffer, BatchHeader, str], tuple[Sequence[object], list[Finding]]]
 
 # Batches per task: enough to make a task's overhead small, few enough to spread a run over cores.
 CHUNK = 256
@@ -186,9 +185,9 @@ def check_run_records(
             continue
         if headers is None:
             headers = run.headers()
-        held_k, findings = decode_batch(buf, headers[k], file)
+        records, findings = decode_batch(buf, headers[k], file)
         yield sub_run(run, cut, k + 1)
-        yield held + held_k
+        yield held + len(records)
         held = 0
         cut = k + 1
         yield from findings
