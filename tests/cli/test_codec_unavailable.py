@@ -168,6 +168,13 @@ def test_verify_text_marks_unknown(tmp_path: Path) -> None:
     assert "unknown records (0 counted, 3 batches not decompressed)" in lines[-1]
     assert sum("WARNING codec-unavailable" in line and "pip install lz4" in line for line in lines) == 3
     assert "its inner messages were not read: the last offset is 758, the first is unknown" in lines[0]
+    rich = _run(
+        ["verify", "--format", "rich", str(SAMPLES / "legacy-v1-lz4-0")],
+        _hide(tmp_path, "lz4"),
+        COLUMNS="200",
+    )
+    assert rich.returncode == 3
+    assert any(" 0+? " in line and " ?..799 " in line for line in rich.stdout.splitlines())
 
 
 @pytest.mark.parametrize("deep", [False, True], ids=["shallow", "deep"])
@@ -231,7 +238,9 @@ def test_dump(tmp_path: Path) -> None:
             in r.stdout.replace("\n", " ").replace("  ", " ")
         )
     r = _run(["dump", "--records", "--format", "json", v2], hide)
-    assert r.returncode == 3
+    pure = _run(["dump", "--records", "--format", "json", v2], hide, KDUMP_PURE_PYTHON="1")
+    assert r.returncode == pure.returncode == 3
+    assert _rows(r.stdout) == _rows(pure.stdout)  # the compiled record path and the reference agree
     _assert_names_library(_codec_findings(r.stdout), "lz4")
     assert len(_codec_findings(r.stdout)) == 12
     s = _rows(r.stdout)[-1]
@@ -307,3 +316,36 @@ def test_salvage(tmp_path: Path) -> None:
     log = "00000000000000000749.log"
     assert (tmp_path / "out" / part.name / log).read_bytes() == (part / log).read_bytes()
     assert (tmp_path / "out" / "records.jsonl").read_text() == ""
+
+
+def test_dump_and_seek_corpus_subset(tmp_path: Path) -> None:
+    if not SUBSET_ARCHIVE.exists():
+        pytest.skip("tests/data/corpus-subset.tar.xz is absent")
+    legacy = subset_root(tmp_path) / "kafka-3.8.0-zk-legacy"
+    hide = _hide(tmp_path, "lz4")
+    # The v0 lz4 wrapper of 30 records, offsets 770..799 (Kafka's old frame checksum).
+    part = str(legacy / "legacy-v0-lz4-0")
+    normal = _rows(_run(["dump", "--records", "--format", "json", part]).stdout)[-1]
+    assert (normal["record_count"], normal["first_offset"], normal["last_offset"]) == (30, 770, 799)
+    for args in (["dump", "--format", "json", part], ["dump", "--records", "--format", "json", part]):
+        r = _run(args, hide)
+        assert r.returncode == 3, args
+        _assert_names_library(_codec_findings(r.stdout), "lz4")
+        s = _rows(r.stdout)[-1]
+        assert (s["record_count"], s["records_counted"], s["uncounted_batches"]) == (None, 0, 1)
+        assert (s["first_offset"], s["first_offset_at_most"], s["last_offset"]) == (None, 799, 799)
+    # zstd batches of mixed-formats-0 (v2): listed without the codec, their records not.
+    mixed = str(legacy / "mixed-formats-0")
+    zstd = _hide(tmp_path, "zstd")
+    assert _run(["dump", mixed], zstd).stdout == _run(["dump", mixed]).stdout
+    r = _run(["dump", "--records", mixed], zstd)
+    assert r.returncode == 3
+    assert "7 batches were not decompressed" in r.stderr
+    # A time inside the v1 lz4 wrappers: unknown, never another answer.
+    v1 = str(legacy / "legacy-v1-lz4-0")
+    assert (
+        _run(["seek-by-time", "earliest", v1], hide).stdout == _run(["seek-by-time", "earliest", v1]).stdout
+    )
+    r = _run(["seek-by-time", "--format", "json", "max-timestamp", v1], hide)
+    assert r.returncode == 3
+    assert [(x["offset"], x["unknown"]) for x in _rows(r.stdout)] == [(None, True)]
