@@ -51,6 +51,14 @@ LIBRARIES = {
     "lz4.frame": ("lz4", "lz4", "pip install lz4"),
     "zstandard": ("zstd", "zstandard", "pip install zstandard"),
 }
+# What kdump calls in each: a module of that name without them is another package (`pip install snappy`
+# installs SnapPy, a topology program) or a broken one, never a reason to call the data damaged.
+_NEEDED = {
+    "snappy": ("compress", "uncompress"),
+    "lz4.block": ("compress", "decompress"),
+    "lz4.frame": (),
+    "zstandard": ("ZstdCompressor", "ZstdDecompressor", "ZstdError", "frame_content_size"),
+}
 
 
 def unavailable_message(name: str, exc: BaseException) -> str:
@@ -70,10 +78,24 @@ def _load(name: str) -> Any:
                 raise CodecUnavailableError(f"unknown codec module {name}")
             __import__(name)
             module = sys.modules[name]
+            lacking = [attr for attr in _NEEDED[name] if not hasattr(module, attr)]
+            if lacking:
+                raise ImportError(
+                    f"the module {name} found has no {', '.join(lacking)}: another package or a broken one"
+                )
         except Exception as exc:  # any import failure means the codec cannot be used
             raise CodecUnavailableError(unavailable_message(name, exc)) from exc
         _modules[name] = module
     return module
+
+
+def load(name: str) -> Any:
+    """A codec library's module (`snappy`, `lz4.block`, `zstandard`), once loaded and checked.
+
+    Raises:
+        CodecUnavailableError: it is missing, fails to import, or lacks what kdump calls.
+    """
+    return _load(name)
 
 
 def decompress(

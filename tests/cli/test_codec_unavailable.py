@@ -349,3 +349,17 @@ def test_dump_and_seek_corpus_subset(tmp_path: Path) -> None:
     r = _run(["seek-by-time", "--format", "json", "max-timestamp", v1], hide)
     assert r.returncode == 3
     assert [(x["offset"], x["unknown"]) for x in _rows(r.stdout)] == [(None, True)]
+
+
+def test_another_package_under_the_codec_name(tmp_path: Path) -> None:
+    """`pip install snappy` installs SnapPy (topology), whose module is also `snappy`: imported fine,
+    it has no uncompress. That is the environment, not damaged data (no decompression-failed)."""
+    hide = tmp_path / "other-snappy"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        'import sys, types\nsys.modules["snappy"] = types.ModuleType("snappy")\n', encoding="utf-8"
+    )
+    r = _run(["verify", "--deep", "--format", "json", str(SAMPLES / "c-snappy-0")], hide)
+    assert r.returncode == 3
+    assert {x["code"] for x in _rows(r.stdout) if x["type"] == "finding"} == {"codec-unavailable"}
+    _assert_names_library(_codec_findings(r.stdout), "snappy", "has no compress, uncompress")
