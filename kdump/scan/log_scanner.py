@@ -311,7 +311,7 @@ def scan_log(
     valid_end: int | None = None
     counts = {Severity.INFO: 0, Severity.WARNING: 0, Severity.ERROR: 0}
     batch_count = valid_batch_count = record_count = salvageable = 0
-    uncounted = 0  # legacy wrappers whose codec is missing here: how many records they hold is unknown
+    uncounted = 0  # batches whose records were needed but whose codec is missing here: their records unknown
     first_offset: int | None = None
     first_offset_known = True
     last_offset: int | None = None
