@@ -13,6 +13,7 @@ import click
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import (
+    UNCHECKED_CODES,
     diag,
     discover_all,
     dump_format_option,
@@ -23,6 +24,7 @@ from kdump.cli.output import (
 from kdump.cli.payload_options import build_payload_options, payload_options, prepare
 from kdump.cli.timespec import TimeParam
 from kdump.errors import KdumpError
+from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.model.log_dir import Target
 from kdump.ops.dump import DumpEvent, DumpFilter, DumpOptions, dump_targets
@@ -170,16 +172,23 @@ def dump_command(
     if transactions_view:
         _show_transactions(targets, fmt)
         sys.exit(ExitCode.UNREADABLE if failed else ExitCode.OK)
+    unchecked = _Unchecked()
     workers = jobs or os.cpu_count() or 1
     stack = ExitStack()
     try:
         with stack:
             # At a terminal the streamed output is the progress; a bar goes with output to a file or pipe.
             bar = None if sys.stdout.isatty() else progress_bar(stack, targets, fmt, "dumping")
-            events = _where(_advancing(dump_targets(targets, options), bar), options, encoding)
-            _write(targets, options, events, fmt, encoding, workers, full_values, bar)
+            events = unchecked.watch(
+                _where(_advancing(dump_targets(targets, options), bar), options, encoding)
+            )
+            unchecked.batches += _write(targets, options, events, fmt, encoding, workers, full_values, bar)
     except KdumpError as exc:
         diag(str(exc))
+        failed = True
+    if unchecked.batches:
+        # What the dump needed to decompress and could not: never a complete dump (exit 3).
+        diag(f"{unchecked.batches} batches were not decompressed: a codec's library cannot be loaded here")
         failed = True
     if failed:
         sys.exit(ExitCode.UNREADABLE)
@@ -206,14 +215,15 @@ def _write(
     workers: int,
     full_values: bool,
     bar: ProgressBar | None,
-) -> None:
-    """Write the dump's events in `fmt` (records on every core where that pays)."""
+) -> int:
+    """Write the dump's events in `fmt` (records on every core where that pays); how many batches
+    the parallel record path left undecompressed (the events' own are counted by their watcher)."""
     if fmt == "kcat":
         from kdump.render.kcat import write_kcat
 
         write_kcat(events, sys.stdout, diag, encoding=encoding)
     elif options.records and fmt != "rich" and (workers > 1 or _compiled_records() or fmt in TTY_FORMATS):
-        _dump_parallel(targets, options, fmt, encoding, workers, bar)
+        return _dump_parallel(targets, options, fmt, encoding, workers, bar)
     elif fmt == "json":
         from kdump.render.jsonl import write_jsonl
 
@@ -231,6 +241,20 @@ def _write(
         from kdump.render.text import write_text
 
         write_text(events, sys.stdout, encoding=encoding)
+    return 0
+
+
+class _Unchecked:
+    """Counts the batches a dump left undecompressed (codec-unavailable), whatever renders them."""
+
+    def __init__(self) -> None:
+        self.batches = 0
+
+    def watch(self, events: Iterator[Any]) -> Iterator[Any]:
+        for ev in events:
+            if isinstance(ev, Finding) and ev.code in UNCHECKED_CODES:
+                self.batches += 1
+            yield ev
 
 
 # Below this much log, starting worker processes costs more than it saves.
@@ -251,8 +275,10 @@ def _dump_parallel(
     encoding: str,
     workers: int,
     bar: Callable[[int], None] | None = None,
-) -> None:
-    """Records decoded on every core for big logs; everything else as usual, in order."""
+) -> int:
+    """Records decoded on every core for big logs; everything else as usual, in order. Returns how many
+    batches were not decompressed (their codec's library cannot be loaded here)."""
+    unchecked = _Unchecked()
     from kdump.ops.dump import batch_events_for_expansion, dump_item, dump_items
     from kdump.render.jsonl import write_jsonl
     from kdump.render.parallel import write_parallel
@@ -273,23 +299,31 @@ def _dump_parallel(
             )
             # A small log is rendered in this process (jobs=1): workers would cost more than they save.
             jobs = workers if size >= PARALLEL_MIN_BYTES else 1
-            write_parallel(logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=jobs)
+            unchecked.batches += write_parallel(
+                logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=jobs
+            )
         elif fmt == "json":
             write_jsonl(
-                _where(_advancing(dump_item(item, options), bar), options, encoding),
+                unchecked.watch(_where(_advancing(dump_item(item, options), bar), options, encoding)),
                 sys.stdout,
                 encoding=encoding,
             )
         elif fmt in TTY_FORMATS:
             from kdump.render.rich_tty import write_rich
 
-            write_rich(dump_item(item, options), sys.stdout, encoding=encoding, full_values=fmt == "tty-full")
+            write_rich(
+                unchecked.watch(dump_item(item, options)),
+                sys.stdout,
+                encoding=encoding,
+                full_values=fmt == "tty-full",
+            )
         else:
             write_text(
-                _where(_advancing(dump_item(item, options), bar), options, encoding),
+                unchecked.watch(_where(_advancing(dump_item(item, options), bar), options, encoding)),
                 sys.stdout,
                 encoding=encoding,
             )
+    return unchecked.batches
 
 
 def _where(events: Iterator[DumpEvent], options: DumpOptions, encoding: str) -> Iterator[Any]:

@@ -138,6 +138,9 @@ def discover_all(
 
 # Findings that mean kdump could not read what it was given: a repair stops with exit 3 on them.
 UNREADABLE_CODES = frozenset({"unreadable-file", "symlink-loop", "dangling-symlink"})
+# Findings that mean kdump could not check what it read: a codec's library is missing or broken here.
+# Every command that needed the codec exits 3 on them, as for a path it could not read.
+UNCHECKED_CODES = frozenset({"codec-unavailable"})
 
 
 def say_problems(problems: list[Finding]) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import format_option, progress_bar, resolve_format
+from kdump.cli.output import UNCHECKED_CODES, format_option, progress_bar, resolve_format
 from kdump.cli.repair import interval_options
 from kdump.errors import KdumpError
 from kdump.model.log_dir import discover
@@ -71,7 +71,7 @@ def salvage_command(
     \b
     Exit codes: 0 nothing was damaged, 1 damage was cut out (the report says what was lost), a
     leftover segment was not read, or the clean partition does not verify, 2 usage, 3 cannot read
-    or write, 4 refused (--out).
+    or write, or records could not be decompressed (codec-unavailable), 4 refused (--out).
 
     \b
     Examples:
@@ -108,6 +108,15 @@ def salvage_command(
     else:
         for line in text_report(result.report):
             click.echo(line)
+    unchecked = [f for f in result.decode_failures if f.code in UNCHECKED_CODES]
+    if unchecked:
+        # The clean partition is copied byte for byte and needs no codec; the records files do.
+        click.echo(
+            f"kdump: the records of {len(unchecked)} batches were not decompressed (a codec's library cannot "
+            f"be loaded here): records.jsonl and records.parquet are incomplete",
+            err=True,
+        )
+        sys.exit(ExitCode.UNREADABLE)
     if not result.ok:
         click.echo("kdump: the salvage is incomplete: see the errors above", err=True)
         sys.exit(ExitCode.FINDINGS)

@@ -138,7 +138,8 @@ def seek_command(
     written. PATH may be an object store URL (s3://...) or lie in a tarball of a log dir.
 
     \b
-    Exit codes: 0 every partition answered (none is an answer), 2 usage error, 3 a path could not be read.
+    Exit codes: 0 every partition answered (none is an answer), 2 usage error, 3 a path could not be read,
+    or a batch that may hold the answer could not be decompressed (codec-unavailable; offset: unknown).
 
     \b
     Examples:
@@ -200,7 +201,8 @@ def seek_command(
                     diag(f"{label}: {exc}")
                     unreadable = True
                     continue
-                unreadable = unreadable or any(f.code == "unreadable-file" for f in r.findings)
+                # A file it could not read, or records it needed and could not decompress (no answer): exit 3.
+                unreadable = unreadable or r.unknown or any(f.code == "unreadable-file" for f in r.findings)
                 results.append(r)
                 if console is None:
                     if bar is not None:

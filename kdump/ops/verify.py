@@ -45,13 +45,10 @@ class VerifyOptions:
 
 @dataclass(slots=True)
 class PartitionReport:
-    """Everything verify found in one partition directory (or one file given on its own).
-
-    A log dir (kind "log-dir") and a directory of log dirs ("log-dirs") get a report too: their
-    own entries' findings, and the counts of the partitions under them rolled up.
-    `log_bytes` is what the segment `.log` files held when listed; `checked_bytes` what the scans
-    covered. They differ only where `--max-bytes` asked for less (`limited`) or a finding says why.
-    """
+    """Everything verify found in one partition directory or file given alone; a log dir ("log-dir") and a
+    directory of log dirs ("log-dirs") get one too: their own entries' findings, their partitions' counts.
+    `log_bytes` is what the `.log` files held when listed, `checked_bytes` what the scans covered: they
+    differ only where `--max-bytes` asked for less (`limited`) or a finding says why."""
 
     label: str
     kind: str  # "partition" | "file" | "log-dir" | "log-dirs"
@@ -59,10 +56,12 @@ class PartitionReport:
     segments: int = 0
     batches: int = 0
     records: int = 0
+    uncounted: int = 0  # batches whose records are not in `records` (their codec is missing here)
     size: int = 0
     valid_bytes: int = 0
     first_offset: int | None = None
     last_offset: int | None = None
+    first_offset_known: bool = True  # else `first_offset` is a wrapper's last offset: the first is at most it
     log_bytes: int = 0
     checked_bytes: int = 0
     limited: bool = False
@@ -229,6 +228,7 @@ def add_up(
         report.segments += r.segments
         report.batches += r.batches
         report.records += r.records
+        report.uncounted += r.uncounted
         report.size += r.size
         report.log_bytes += r.log_bytes
         report.checked_bytes += r.checked_bytes
@@ -332,10 +332,11 @@ def tally(report: PartitionReport, results: Sequence[SegmentResult]) -> None:
         report.segments += 1
         report.batches += s.batch_count
         report.records += s.record_count
+        report.uncounted += s.uncounted_batches
         report.size += s.size
         report.valid_bytes += s.valid_bytes
         if s.first_offset is not None and report.first_offset is None:
-            report.first_offset = s.first_offset
+            report.first_offset, report.first_offset_known = s.first_offset, s.first_offset_known
         if s.last_offset is not None:
             report.last_offset = s.last_offset
 

@@ -339,13 +339,15 @@ def verify_table(console: Console, reports: Any, exit_code: int) -> None:
     rows: list[tuple[Sequence[str], str | None]] = []
     for r in reports:
         offsets = "" if r.first_offset is None or not r.is_leaf else f"{r.first_offset}..{r.last_offset}"
+        if offsets and not r.first_offset_known:
+            offsets = f"?..{r.last_offset}"  # the first lies in a wrapper its codec could not open here
         errors = r.total(Severity.ERROR)
         share = 100.0 if r.log_bytes == 0 else 100.0 * r.checked_bytes / r.log_bytes
         cells = [
             relative_label(r.label, root) if r.is_leaf else rollup_label(r.label, r.kind, root),
             str(r.segments),
             str(r.batches),
-            str(r.records),
+            str(r.records) if not r.uncounted else f"{r.records}+?",  # some batches were not decompressed
             offsets,
             f"{share:.0f}%",
             str(errors),
