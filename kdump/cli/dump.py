@@ -182,7 +182,9 @@ def dump_command(
             events = unchecked.watch(
                 _where(_advancing(dump_targets(targets, options), bar), options, encoding)
             )
-            unchecked.batches += _write(targets, options, events, fmt, encoding, workers, full_values, bar)
+            # Not `+=`: the watcher counts into unchecked.batches while _write runs.
+            parallel = _write(targets, options, events, fmt, encoding, workers, full_values, bar)
+            unchecked.batches += parallel
     except KdumpError as exc:
         diag(str(exc))
         failed = True

@@ -28,9 +28,10 @@ from kdump.formats.arrow_columns import payload_of
 from kdump.formats.batch import BatchHeader, decode_legacy_header, decode_v2_header, v2_crc
 from kdump.formats.checkpoints import decode_partition_metadata
 from kdump.formats.constants import V2_HEADER_SIZE
-from kdump.formats.filenames import PARTITION_METADATA
+from kdump.formats.filenames import LOCK_FILE, LOG_DIR_FILES, PARTITION_METADATA, parse_partition_dir_name
 from kdump.formats.records import Record
-from kdump.model.log_dir import Target, looks_like_log_dir
+from kdump.model.entries import list_dir
+from kdump.model.log_dir import Target, looks_like_partition_dir
 from kdump.model.partition import PartitionDir
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, plan_partition
 from kdump.ops.safety import fsync_dir
@@ -67,9 +68,24 @@ def _inside_log_dir(path: Path, source: Path) -> Path | None:
         if (anc / "meta.properties").is_file():
             return anc
         # A broker's `.lock` beside partition directories, or the directory holding the input.
-        if ((anc / ".lock").exists() or anc == holder) and looks_like_log_dir(anc):
+        if ((anc / ".lock").exists() or anc == holder) and _holds_broker_partitions(anc):
             return anc
     return None
+
+
+def _holds_broker_partitions(path: Path) -> bool:
+    """Whether a broker would load partitions from `path`: its checkpoints are there, or directories
+    named `<topic>-<partition>` with a partition's content (a broker takes no other name), so a
+    `.lock` beside directories of other names (a test runner's, a build tool's) is no log dir."""
+    names = list_dir(path)
+    if isinstance(names, str):
+        return False
+    if any(n in LOG_DIR_FILES and n != LOCK_FILE for n in names):
+        return True
+    return any(
+        parse_partition_dir_name(n) is not None and (path / n).is_dir() and looks_like_partition_dir(path / n)
+        for n in names
+    )
 
 
 @dataclass(frozen=True, slots=True)
