@@ -326,7 +326,8 @@ def test_keeping_later_segments_is_explicit_and_names_the_hole(
     assert (part / "00000000000000000080.log").exists()
     reports = list(verify_targets([discover(str(part))], VerifyOptions(jobs=1)))
     assert reports[0].last_offset == 119
-    # HOLE-CHECK
+    holes = [f for r in reports for f in r.findings if f.code == "offset-hole"]
+    assert [(f.offset, f.details["gap"], f.severity) for f in holes] == [(70, 10, Severity.WARNING)]
     assert kdump("restore", str(keep)).exit_code == 0
     assert file_hashes(part) == damaged
 
