@@ -175,18 +175,23 @@ def check_offset_holes(part: PartitionDir, results: Sequence[SegmentResult]) -> 
 
 
 def salvage_first(findings: list[Finding], results: Sequence[SegmentResult]) -> list[Finding]:
-    """Name `kdump salvage` in the trim-tail repair hints when the trim would take valid data out."""
+    """Name `kdump salvage` in the trim-tail repair hints that would take valid data out of the log:
+    a trim at damage with valid batches after the cut or later segments, and every `--to-offset`
+    trim (the batches it cuts are valid)."""
+    at_damage = False
     for i, r in enumerate(results):
         s = r.summary
         if s is None or s.valid_bytes >= s.size:
             continue
         later_data = any(x.summary is not None and x.summary.size > 0 for x in results[i + 1 :])
-        if s.salvageable_batches == 0 and not later_data:
-            return findings
-        return [
-            replace(f, details={**f.details, "salvage_first": True})
-            if f.code in CATALOG and CATALOG[f.code].repair == TRIM_REPAIR
-            else f
-            for f in findings
-        ]
-    return findings
+        at_damage = s.salvageable_batches > 0 or later_data
+        break
+    out = []
+    for f in findings:
+        repair = CATALOG[f.code].repair if f.code in CATALOG else None
+        if (repair == TRIM_REPAIR and at_damage) or (
+            repair is not None and "trim-tail --to-offset" in repair
+        ):
+            f = replace(f, details={**f.details, "salvage_first": True})
+        out.append(f)
+    return out
