@@ -74,6 +74,7 @@ class TrimPlan:
     moved_bytes: int = 0
     epochs_dropped: int = 0  # leader-epoch-checkpoint entries that start at or past the new end
     hole: tuple[int, int] | None = None  # kept later segments: the offsets missing between
+    later_log_bytes: int = 0  # bytes of the later segments' .log files
 
     @property
     def needed(self) -> bool:
@@ -98,7 +99,7 @@ class TrimPlan:
     @property
     def salvage_first(self) -> bool:
         """Whether valid data lies past the cut, which the plan would take out of the log."""
-        return self.salvageable_batches > 0 or (self.drop_later_segments and self.moved_bytes > 0)
+        return self.salvageable_batches > 0 or (self.drop_later_segments and self.later_log_bytes > 0)
 
     def to_row(self) -> dict[str, object]:
         """The plan as a JSON object."""
@@ -265,6 +266,7 @@ def _plan_segments(
         sum(_size(p) for p in moved),
         len(_epochs_past(root, cut_end)) if drop_later_segments else 0,
         hole,
+        sum(_size(seg.log) for seg in later if seg.log is not None),
     )
 
 

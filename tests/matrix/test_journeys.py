@@ -233,6 +233,9 @@ def test_following_verifys_hints_gives_a_clean_log_and_loses_nothing_unlisted(
             done = _run_hint(kdump, hint, tmp_path, step)
             if "plan" in done:
                 _check_plan_kept_its_word(done["plan"], done["backup"], before, part, kdump)
+            if "plan" in done:
+                # The trim's plan and verify's hint agree on whether valid data lies past the cut.
+                assert done["plan"]["salvage_first"] == ("salvage" in done), hint
             if "salvage" in done:
                 # Everything valid after the cut was got out before the trim took it away.
                 salvaged = {
