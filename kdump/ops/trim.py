@@ -14,8 +14,9 @@ a log with an offset hole, which no broker produces.
 whose last offset is at or above the offset (batches are never split), and later segments go.
 
 Applying backs up every removed byte and moved file (`kdump restore` puts them back), rebuilds the
-trimmed segment's indexes with the reindex rule from the bytes before the cut, then truncates and
-fsyncs (indexes first, so a crash part way leaves nothing a second run cannot finish).
+trimmed segment's indexes with the reindex rule from the bytes before the cut, moves the later
+segments and snapshots aside, then truncates and fsyncs (the cut last, so a crash part way leaves
+the damage in place and a second run finds the same cut and finishes).
 """
 
 from __future__ import annotations
@@ -239,9 +240,9 @@ def _plan_segments(
         hole = (cut_end, later[0].base_offset - 1)
     if drop_later_segments:
         for seg in later:
-            moved.extend(
-                p for p in (seg.log, seg.index, seg.timeindex, seg.txnindex) if p is not None and p.exists()
-            )
+            # The .log last: a run stopped part way leaves a segment the next run still finds.
+            files = (seg.txnindex, seg.timeindex, seg.index, seg.log)
+            moved.extend(p for p in files if p is not None and p.exists())
         moved.extend(snap for off, snap in sorted(_snapshots(root)) if off > cut_end)
     return TrimPlan(
         label,
@@ -372,7 +373,8 @@ def apply_trim_tail(
         for change in seg_plan.changes:
             journal.replace(change.path, change.data)
             reindexed.append(change.path)
-        journal.truncate(seg.log, plan.cut_position)
+        # The later segments, snapshots and epochs go BEFORE the cut: until the log is cut, a second
+        # run finds the same damage and finishes the rest; once it is cut, nothing is left to do.
         moved: list[Path] = []
         if plan.drop_later_segments:
             for path in plan.moved_files:
@@ -391,4 +393,5 @@ def apply_trim_tail(
                 ]
                 journal.replace(path, encode_leader_epoch_checkpoint(kept))
                 reindexed.append(path)
+        journal.truncate(seg.log, plan.cut_position)
         return TrimResult(bdir, seg.log, plan.removed_bytes, tuple(moved), tuple(reindexed))

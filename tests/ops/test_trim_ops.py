@@ -48,6 +48,7 @@ from kdump.findings import Finding, Severity
 from kdump.formats.checkpoints import decode_leader_epoch_checkpoint, encode_leader_epoch_checkpoint
 from kdump.formats.producer_snapshot import encode_producer_snapshot
 from kdump.model.log_dir import discover
+from kdump.ops import safety
 from kdump.ops.safety import restore
 from kdump.ops.trim import apply_trim_tail, plan_trim_tail
 from kdump.ops.verify import VerifyOptions, verify_targets
@@ -439,3 +440,48 @@ def test_property_random_damage_then_trim_tail_leaves_no_log_errors(damage: Dama
         if result.backup_dir is not None:
             restore(result.backup_dir)
             assert file_hashes(part) == damaged
+
+
+class _Stop(Exception):
+    """Raised at the N-th step of an apply: the files are left as a kill there leaves them."""
+
+
+def test_a_mid_log_trim_stopped_at_any_step_is_finished_by_a_second_run(
+    three_segments: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every step of removing later segments, snapshots and epochs comes before the cut, so a run
+    stopped anywhere leaves the damage in place, and running again ends where one run ends."""
+    part = three_segments
+    (part / "leader-epoch-checkpoint").write_bytes(encode_leader_epoch_checkpoint([(0, 0), (3, 75)]))
+    flip_crc_byte(-1).apply(part / "00000000000000000040.log")
+    reference = copy_tree(part, tmp_path / "reference")
+    (plan,) = plan_trim_tail(discover(str(reference)))
+    apply_trim_tail(plan, tmp_path / "reference-backup")
+    expected = file_hashes(reference)
+
+    stopped_at = 0
+    while True:
+        stopped_at += 1
+        work = copy_tree(part, tmp_path / f"run-{stopped_at}" / part.name)
+        calls = 0
+
+        def stop(name: str, at: int = stopped_at) -> None:
+            nonlocal calls
+            calls += 1
+            if calls == at:
+                raise _Stop(name)
+
+        monkeypatch.setattr(safety, "fault_point", stop)
+        try:
+            (plan,) = plan_trim_tail(discover(str(work)))
+            apply_trim_tail(plan, tmp_path / f"run-{stopped_at}" / "backup-1")
+            stopped = False
+        except _Stop:
+            stopped = True
+        monkeypatch.setattr(safety, "fault_point", lambda name: None)
+        (plan,) = plan_trim_tail(discover(str(work)))
+        apply_trim_tail(plan, tmp_path / f"run-{stopped_at}" / "backup-2")
+        assert file_hashes(work) == expected, f"stopped at step {stopped_at}"
+        if not stopped:
+            break
+    assert stopped_at > 10  # index rewrites, 5 moves, the epoch checkpoint and the cut were each stopped
