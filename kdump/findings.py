@@ -125,6 +125,18 @@ _KINDS = [
         None,
     ),
     FindingKind(
+        "offset-hole",
+        Severity.ERROR,
+        "partition",
+        "Offsets missing between batches, within a segment or between segments, in a topic that is not "
+        "compacted (cleanup.policy from the KRaft metadata log or the log cleaner's checkpoint beside the "
+        "partition; a warning when neither says). A broker assigns offsets one after another and rolls "
+        "segments at the log end, so only compaction leaves such gaps; a trim that kept the segments "
+        "after the cut (`trim-tail --keep-later-segments`) does.",
+        "Nothing notices: fetches skip the missing offsets, and consumers lose those records silently.",
+        None,
+    ),
+    FindingKind(
         "offset-below-base",
         Severity.ERROR,
         "log",
@@ -704,6 +716,9 @@ class Finding:
             command = template.replace("PARTITION", where)
         else:
             command = template.replace("PARTITION", shlex.quote(str(Path(self.file).parent)))
+            if self.details.get("salvage_first"):
+                # Valid data lies past the cut the trim makes: get it out first.
+                command = f"kdump salvage --out DIR {shlex.quote(str(Path(self.file).parent))} && {command}"
         if self.offset is not None:
             command = command.replace("OFFSET", str(self.offset))
         return command

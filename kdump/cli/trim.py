@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -21,9 +22,12 @@ from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
     "--to-offset", type=click.IntRange(min=0), help="Truncate the partition so this offset and later go."
 )
 @click.option(
-    "--drop-later-segments",
-    is_flag=True,
-    help="Also move the segments after the cut into the backup dir, as the broker deletes them.",
+    "--drop-later-segments/--keep-later-segments",
+    default=True,
+    show_default=True,
+    help="Move the segments after the cut (with their indexes and the producer snapshots past the new "
+    "end) into the backup dir, as the broker's recovery deletes them; --keep-later-segments leaves them, "
+    "and the log then has an offset hole that no broker produces.",
 )
 @interval_options
 @format_option
@@ -40,10 +44,12 @@ def trim_command(
     """Cut a torn or corrupt segment tail exactly where the broker's recovery would.
 
     PATH is a segment .log or a partition directory (the first segment with invalid bytes is cut,
-    normally the last). A dry run by default: it shows the cut position, the bytes, batches,
-    offsets and timestamps that would go, and how many valid batches a forensic scan still finds
-    after the cut (salvage them with `kdump dump` first). --apply keeps every removed byte in the
-    backup dir, truncates, fsyncs and rebuilds the segment's indexes; `kdump restore` undoes it.
+    normally the last, and the segments after it go, as the broker's recovery deletes them). A dry
+    run by default: it shows the cut position, the bytes, batches, offsets and timestamps that would
+    go, the later segments and files moved out, the bytes backed up, the new log end offset, and how
+    many valid batches lie past the cut (get them back with `kdump salvage --out DIR PATH` first).
+    --apply keeps every removed byte in the backup dir, truncates, fsyncs and rebuilds the segment's
+    indexes; `kdump restore` undoes it.
 
     \b
     Exit codes: 0 nothing to do or done, 1 changes would be made (dry run), 2 usage,
@@ -114,14 +120,31 @@ def _describe(p: TrimPlan) -> str:
         else f", timestamps {p.removed_min_timestamp}..{p.removed_max_timestamp}"
     )
     later = ""
-    if p.later_segments:
-        verb = "would move" if p.drop_later_segments else "the broker would also delete"
-        later = f"; {verb} {len(p.later_segments)} later segments"
-    return (
+    if p.later_segments and p.drop_later_segments:
+        later = (
+            f"; removes {p.removed_segments} later segments as the broker does "
+            f"({len(p.moved_files)} files with their indexes and snapshots)"
+        )
+    elif p.later_segments:
+        later = f"; keeps {len(p.later_segments)} later segments, which the broker would delete"
+    if p.epochs_dropped:
+        later += f"; drops {p.epochs_dropped} leader epochs that start past the new end"
+    text = (
         f"{p.segment.log}: cut at position {p.cut_position} of {p.size} ({p.reason}); removes {p.removed_bytes} bytes, "
-        f"{offsets}{times}; {p.salvageable_batches} valid batches after the cut could be salvaged{later}; "
-        f"new log end offset {p.new_log_end_offset}"
+        f"{offsets}{times}; {p.salvageable_batches} valid batches after the cut{later}; "
+        f"backs up {p.backed_up_bytes} bytes; new log end offset {p.new_log_end_offset}"
     )
+    if p.offset_hole is not None:
+        first, last = p.offset_hole
+        text += (
+            f"; WARNING: leaves an offset hole {first}..{last} in the middle of the log, "
+            "which no broker produces (verify reports it as offset-hole)"
+        )
+    if p.salvage_first:
+        text += (
+            f"\n  valid data lies past the cut: first run  kdump salvage --out DIR {shlex.quote(str(p.root))}"
+        )
+    return text
 
 
 def _sub(backup_dir: Path | None, plan: TrimPlan) -> Path | None:

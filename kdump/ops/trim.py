@@ -2,17 +2,21 @@
 
 On restart after an unclean shutdown the broker recovers each unflushed segment
 (`LogSegment.recover`): it truncates the segment at the first batch that fails `ensureValid()`
-(size or checksum) or is incomplete at the end of the file, and deletes every later segment
-(`LogLoader.recoverLog`). `plan_trim_tail` computes that cut from the scanner's `valid_bytes`
-(the same figure in forensic and recovery mode) and says what would go, including the valid
-batches a forensic resync still finds after the cut, which the broker would throw away.
+(size or checksum) or is incomplete at the end of the file, and deletes every later segment with
+its indexes and producer snapshots (`LogLoader.recoverLog`), so the log ends at the cut.
+`plan_trim_tail` computes that cut from the scanner's `valid_bytes` (the same figure in forensic
+and recovery mode) and says what would go, including the valid batches a forensic resync still
+finds after the cut and the later segments, which the broker would throw away (salvage them first).
+Keeping the later segments (`drop_later_segments=False`) is the user's explicit choice: it leaves
+a log with an offset hole, which no broker produces.
 
 `--to-offset` mirrors `UnifiedLog.truncateTo`: the log is cut at the start of the first batch
 whose last offset is at or above the offset (batches are never split), and later segments go.
 
 Applying backs up every removed byte and moved file (`kdump restore` puts them back), rebuilds the
-trimmed segment's indexes with the reindex rule from the bytes before the cut, then truncates and
-fsyncs (indexes first, so a crash part way leaves nothing a second run cannot finish).
+trimmed segment's indexes with the reindex rule from the bytes before the cut, moves the later
+segments and snapshots aside, then truncates and fsyncs (the cut last, so a crash part way leaves
+the damage in place and a second run finds the same cut and finishes).
 """
 
 from __future__ import annotations
@@ -20,9 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kdump.errors import RefusedError
+from kdump.errors import KdumpError, RefusedError
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
+from kdump.formats.checkpoints import (
+    EpochEntry,
+    decode_leader_epoch_checkpoint,
+    encode_leader_epoch_checkpoint,
+)
 from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
@@ -32,12 +41,17 @@ from kdump.ops.segment_check import check_segment
 from kdump.ops.verify import expected_aborts
 from kdump.scan.events import ScanSummary
 from kdump.scan.log_scanner import scan_log
-from kdump.scan.source import open_buffer
+from kdump.scan.source import open_buffer, read_small_file
 
 
 @dataclass(frozen=True, slots=True)
 class TrimPlan:
-    """What trim-tail would do to one partition (or segment)."""
+    """What trim-tail would do to one partition (or segment).
+
+    Every number is what applying the plan leaves: `new_log_end_offset` is the log end after it,
+    `moved_files` the files that go whole into the backup (later segments with their indexes,
+    producer snapshots past the new end), `backed_up_bytes` the bytes cut plus the bytes moved.
+    """
 
     label: str
     root: Path
@@ -56,14 +70,41 @@ class TrimPlan:
     later_segments: tuple[Segment, ...]
     drop_later_segments: bool
     new_log_end_offset: int | None
+    old_log_end_offset: int | None = None
+    moved_files: tuple[Path, ...] = ()
+    moved_bytes: int = 0
+    epochs_dropped: int = 0  # leader-epoch-checkpoint entries that start at or past the new end
+    hole: tuple[int, int] | None = None  # kept later segments: the offsets missing between
+    later_log_bytes: int = 0  # bytes of the later segments' .log files
 
     @property
     def needed(self) -> bool:
         """Whether anything would change."""
         return self.removed_bytes > 0 or (self.drop_later_segments and bool(self.later_segments))
 
+    @property
+    def removed_segments(self) -> int:
+        """How many whole segments go."""
+        return len(self.later_segments) if self.drop_later_segments else 0
+
+    @property
+    def backed_up_bytes(self) -> int:
+        """Bytes taken out of the partition into the backup: the cut tail and the files moved."""
+        return self.removed_bytes + self.moved_bytes
+
+    @property
+    def offset_hole(self) -> tuple[int, int] | None:
+        """The offsets missing in the middle of the log when later segments are kept."""
+        return self.hole
+
+    @property
+    def salvage_first(self) -> bool:
+        """Whether valid data lies past the cut, which the plan would take out of the log."""
+        return self.salvageable_batches > 0 or (self.drop_later_segments and self.later_log_bytes > 0)
+
     def to_row(self) -> dict[str, object]:
         """The plan as a JSON object."""
+        hole = self.offset_hole
         return {
             "type": "trim-plan",
             "file": None if self.segment is None else str(self.segment.log),
@@ -81,7 +122,14 @@ class TrimPlan:
             "reason": self.reason,
             "later_segments": [str(s.log) for s in self.later_segments],
             "drop_later_segments": self.drop_later_segments,
+            "removed_segments": self.removed_segments,
+            "moved_files": [str(p) for p in self.moved_files],
+            "backed_up_bytes": self.backed_up_bytes,
+            "old_log_end_offset": self.old_log_end_offset,
             "new_log_end_offset": self.new_log_end_offset,
+            "offset_hole": None if hole is None else list(hole),
+            "leader_epochs_dropped": self.epochs_dropped,
+            "salvage_first": self.salvage_first,
         }
 
 
@@ -116,9 +164,12 @@ def _tail_facts(
 
 
 def plan_trim_tail(
-    target: Target, *, to_offset: int | None = None, drop_later_segments: bool = False
+    target: Target, *, to_offset: int | None = None, drop_later_segments: bool = True
 ) -> list[TrimPlan]:
-    """Plan the trim for each partition of a target (or the one segment file given)."""
+    """Plan the trim for each partition of a target (or the one segment file given).
+
+    As the broker's recovery does, the segments after the cut go too, unless
+    `drop_later_segments=False` (the plan then names the offset hole that leaves)."""
     if target.kind == "file":
         # A file named like no segment is not repaired: its name is not one the broker would load.
         segs = list(target.segments) if target.note is None else []
@@ -136,19 +187,29 @@ def plan_partition(part: PartitionDir, log_dir: Path | None, **kwargs: object) -
     return _plan_segments(str(part.path), part.path, log_dir, part.segments, **kwargs)  # type: ignore[arg-type]
 
 
+def _recovery_summary(seg: Segment) -> ScanSummary:
+    assert seg.log is not None
+    summary = None
+    with open_buffer(seg.log) as buf:
+        for ev in scan_log(buf, file=str(seg.log), base_offset=seg.base_offset, resync=False):
+            if isinstance(ev, ScanSummary):
+                summary = ev
+    assert summary is not None
+    return summary
+
+
 def _plan_segments(
     label: str,
     root: Path,
     log_dir: Path | None,
     segments: list[Segment],
     to_offset: int | None = None,
-    drop_later_segments: bool = False,
+    drop_later_segments: bool = True,
 ) -> TrimPlan:
     chosen: Segment | None = None
     cut = 0
     size = 0
     later: tuple[Segment, ...] = ()
-    summaries: list[ScanSummary] = []
     for i, seg in enumerate(segments):
         assert seg.log is not None
         if to_offset is not None:
@@ -158,40 +219,31 @@ def _plan_segments(
             chosen, cut, size, later = seg, pos, seg_size, tuple(segments[i + 1 :])
             drop_later_segments = True  # truncateTo removes everything after the offset
             break
-        with open_buffer(seg.log) as buf:
-            summary = None
-            for ev in scan_log(buf, file=str(seg.log), base_offset=seg.base_offset, resync=False):
-                if isinstance(ev, ScanSummary):
-                    summary = ev
-        assert summary is not None
-        summaries.append(summary)
+        summary = _recovery_summary(seg)
         if summary.valid_bytes < summary.size:
             chosen, cut, size, later = seg, summary.valid_bytes, summary.size, tuple(segments[i + 1 :])
             break
     if chosen is None:
         return TrimPlan(
-            label,
-            root,
-            log_dir,
-            None,
-            0,
-            0,
-            0,
-            0,
-            None,
-            None,
-            None,
-            None,
-            0,
-            "nothing to trim",
-            (),
-            drop_later_segments,
-            None,
-        )
+            label, root, log_dir, None, 0, 0, 0, 0, None, None, None, None, 0, "nothing to trim", (),
+            drop_later_segments, None,
+        )  # fmt: skip
     batches, first, last, min_ts, max_ts, salvage, reason, summary = _tail_facts(chosen, cut)
     if to_offset is not None:
         reason = f"truncate to offset {to_offset}"
-    new_end = _last_offset_before(chosen, cut)
+    cut_end = _last_offset_before(chosen, cut) + 1
+    old_end = _log_end(chosen, summary, later)
+    new_end = cut_end if drop_later_segments or not later else old_end
+    moved: list[Path] = []
+    hole = None
+    if later and not drop_later_segments and later[0].base_offset > cut_end:
+        hole = (cut_end, later[0].base_offset - 1)
+    if drop_later_segments:
+        for seg in later:
+            # The .log last: a run stopped part way leaves a segment the next run still finds.
+            files = (seg.txnindex, seg.timeindex, seg.index, seg.log)
+            moved.extend(p for p in files if p is not None and p.exists())
+        moved.extend(snap for off, snap in sorted(_snapshots(root)) if off > cut_end)
     return TrimPlan(
         label,
         root,
@@ -209,18 +261,62 @@ def _plan_segments(
         reason,
         later,
         drop_later_segments,
-        None if new_end is None else new_end + 1,
+        new_end,
+        old_end,
+        tuple(moved),
+        sum(_size(p) for p in moved),
+        len(_epochs_past(root, cut_end)) if drop_later_segments else 0,
+        hole,
+        sum(_size(seg.log) for seg in later if seg.log is not None),
     )
 
 
-def _last_offset_before(seg: Segment, cut: int) -> int | None:
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _snapshots(root: Path) -> list[tuple[int, Path]]:
+    out = []
+    for snap in root.glob("*.snapshot"):
+        try:
+            out.append((int(snap.name.split(".")[0]), snap))
+        except ValueError:
+            continue
+    return out
+
+
+def _log_end(chosen: Segment, summary: ScanSummary, later: tuple[Segment, ...]) -> int | None:
+    """The log end offset before the trim: the end of the last segment that holds a valid batch
+    (recovery's reading of it), or of the cut segment's forensic scan."""
+    for seg in reversed(later):
+        s = _recovery_summary(seg)
+        if s.last_offset is not None:
+            return s.last_offset + 1
+    return None if summary.last_offset is None else summary.last_offset + 1
+
+
+def _epochs_past(root: Path, end: int) -> list[EpochEntry]:
+    """Leader-epoch-checkpoint entries the broker drops when its log ends at `end`
+    (`LeaderEpochFileCache.truncateFromEnd`: those starting at or past it)."""
+    path = root / "leader-epoch-checkpoint"
+    try:
+        entries = decode_leader_epoch_checkpoint(read_small_file(path)).entries
+    except (OSError, KdumpError, ValueError):
+        return []
+    return [e for e in entries if e.start_offset >= end]
+
+
+def _last_offset_before(seg: Segment, cut: int) -> int:
     assert seg.log is not None
     last = None
     with open_buffer(seg.log, cut) as buf:
         for ev in scan_log(buf, file=str(seg.log), resync=False):
             if isinstance(ev, BatchHeader) and ev.crc_ok:
                 last = ev.last_offset
-    return last if last is not None else (seg.base_offset - 1)
+    return last if last is not None else seg.base_offset - 1
 
 
 def _position_of_offset(seg: Segment, offset: int) -> tuple[int, int]:
@@ -277,21 +373,25 @@ def apply_trim_tail(
         for change in seg_plan.changes:
             journal.replace(change.path, change.data)
             reindexed.append(change.path)
-        journal.truncate(seg.log, plan.cut_position)
+        # The later segments, snapshots and epochs go BEFORE the cut: until the log is cut, a second
+        # run finds the same damage and finishes the rest; once it is cut, nothing is left to do.
         moved: list[Path] = []
         if plan.drop_later_segments:
-            for later in plan.later_segments:
-                for p in (later.log, later.index, later.timeindex, later.txnindex):
-                    if p is not None and p.exists():
-                        journal.move_out(p)
-                        moved.append(p)
-            if plan.new_log_end_offset is not None:
-                for snap in sorted(plan.root.glob("*.snapshot")):
-                    try:
-                        snap_offset = int(snap.name.split(".")[0])
-                    except ValueError:
-                        continue
-                    if snap_offset > plan.new_log_end_offset:
-                        journal.move_out(snap)
-                        moved.append(snap)
+            for path in plan.moved_files:
+                if path.exists():
+                    journal.move_out(path)
+                    moved.append(path)
+            # The broker's epoch cache forgets the epochs that start at or past the new log end.
+            end = plan.new_log_end_offset
+            dropped = _epochs_past(plan.root, end) if end is not None else []
+            if dropped:
+                path = plan.root / "leader-epoch-checkpoint"
+                kept = [
+                    e
+                    for e in decode_leader_epoch_checkpoint(read_small_file(path)).entries
+                    if e not in dropped
+                ]
+                journal.replace(path, encode_leader_epoch_checkpoint(kept))
+                reindexed.append(path)
+        journal.truncate(seg.log, plan.cut_position)
         return TrimResult(bdir, seg.log, plan.removed_bytes, tuple(moved), tuple(reindexed))

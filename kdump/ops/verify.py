@@ -7,7 +7,6 @@ partition over the segments' results. Nothing is written anywhere.
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from kdump.model.entries import BROKER_LEFTOVER_KINDS, file_kind, leftover_findi
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
+from kdump.ops.continuity import check_offset_holes, check_overlaps, salvage_first
 from kdump.ops.remote_cache_check import remote_index_cache_report
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.ops.state_checks import TEXT_DECODERS, check_leader_epochs, check_snapshot, check_text_state
@@ -369,7 +369,8 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
     report = PartitionReport(label, "partition", list(part.problems))
     tally(report, results)
     f = report.findings
-    f.extend(_check_overlaps(results))
+    f.extend(check_overlaps(results))
+    f.extend(check_offset_holes(part, results))
     f.extend(check_transactions(results))
     f.extend(check_leader_epochs(part, results))
     f.extend(leftover_finding(p) for p in part.leftovers)
@@ -382,22 +383,8 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
     f.extend(partition_listing_findings(part.path))
     if part.partition_metadata is not None:
         f.extend(check_text_state(part.partition_metadata, "partition-metadata"))
+    report.findings = salvage_first(f, results)
     return report
-
-
-def _check_overlaps(results: Sequence[SegmentResult]) -> Iterator[Finding]:
-    for a, b in itertools.pairwise(results):
-        if a.summary is None or a.summary.last_offset is None:
-            continue
-        if a.summary.last_offset >= b.segment.base_offset:
-            yield make_finding(
-                "segment-overlap",
-                str(a.segment.log),
-                f"segment {a.segment.name} ends at offset {a.summary.last_offset}, at or above the next "
-                f"segment's base offset {b.segment.base_offset}",
-                offset=b.segment.base_offset,
-                next_segment=str(b.segment.log),
-            )
 
 
 def expected_aborts(results: Sequence[SegmentResult]) -> list[list[AbortedTxn]]:

@@ -140,14 +140,11 @@ def _logs(files: dict[str, bytes]) -> dict[str, int]:
 
 
 # Where kdump and the broker disagree today (strict: a fix makes these tests fail until the mark goes).
-_LATER_KEPT = "trim-tail keeps the later segments by default; the broker's recovery deletes them"
 _BELOW_RECOVERY_POINT = (
     "trim-tail cuts a segment below the recovery point, which the broker's recovery never rereads: it keeps "
     "the corrupt batch and everything after it"
 )
 KNOWN: dict[tuple[str, str], str] = {
-    ("dropped", "flip-middle"): _LATER_KEPT,
-    ("dropped", "truncated-batch-middle"): _LATER_KEPT,
     ("cut", "flip-middle-flushed"): _BELOW_RECOVERY_POINT,
     ("end", "flip-middle-flushed"): _BELOW_RECOVERY_POINT,
     ("bytes", "flip-middle-flushed"): _BELOW_RECOVERY_POINT,

@@ -203,7 +203,7 @@ def test_what_the_broker_deletes_or_ignores_at_start_up_is_info(data: Path, kdum
 
 
 def _rewrite_metadata(data: Path, drop: Callable[[dict[str, object]], bool]) -> int:
-    """Rewrite `__remote_log_metadata-0` without the records `drop` picks (offsets and epochs kept)."""
+    """Rewrite `__remote_log_metadata-0` without the records `drop` picks (epochs kept)."""
     log = data / "__remote_log_metadata-0" / "00000000000000000000.log"
     kept: list[tuple[int, int, bytes, int]] = []
     dropped = 0
@@ -220,9 +220,10 @@ def _rewrite_metadata(data: Path, drop: Callable[[dict[str, object]], bool]) -> 
                     dropped += 1
                     continue
                 kept.append((ev.offset, ev.timestamp, bytes(ev.value), batch.partition_leader_epoch))
-    seg = SegmentBuilder()
-    for offset, ts, value, epoch in kept:
-        seg.next_offset = offset
+    # The kept records get offsets one after another, as a broker that never wrote the dropped ones
+    # would have given them (a hole in this delete-policy topic would be an offset-hole of its own).
+    seg = SegmentBuilder(base_offset=kept[0][0] if kept else 0)
+    for _offset, ts, value, epoch in kept:
         seg.add_v2([NewRecord(None, value, ts)], leader_epoch=epoch)
     for f in log.parent.glob("00000000000000000000.*"):
         f.unlink()

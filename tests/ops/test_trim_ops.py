@@ -45,8 +45,10 @@ from hypothesis import strategies as st
 from oracle import read_oracle_text
 
 from kdump.findings import Finding, Severity
+from kdump.formats.checkpoints import decode_leader_epoch_checkpoint, encode_leader_epoch_checkpoint
 from kdump.formats.producer_snapshot import encode_producer_snapshot
 from kdump.model.log_dir import discover
+from kdump.ops import safety
 from kdump.ops.safety import restore
 from kdump.ops.trim import apply_trim_tail, plan_trim_tail
 from kdump.ops.verify import VerifyOptions, verify_targets
@@ -244,7 +246,63 @@ def test_to_offset_on_a_real_partition(corpus_root: Path, tmp_path: Path, kdump:
     assert file_hashes(part) == before
 
 
-def test_damage_in_a_middle_segment_keeps_later_segments_unless_asked(
+def _sizes(part: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_size for p in part.iterdir() if p.is_file()}
+
+
+def test_damage_in_a_middle_segment_removes_later_segments_as_the_broker_does(
+    three_segments: Path, tmp_path: Path, kdump: Kdump
+) -> None:
+    """`LogLoader.recoverLog`: the first invalid batch truncates its segment and every later segment
+    goes, with its indexes and snapshots; the plan's numbers are what applying it leaves."""
+    part = three_segments
+    (part / "leader-epoch-checkpoint").write_bytes(encode_leader_epoch_checkpoint([(0, 0), (3, 75), (4, 90)]))
+    middle = part / "00000000000000000040.log"
+    flip_crc_byte(-1).apply(middle)
+    damaged, sizes = file_hashes(part), _sizes(part)
+    cut = log_entries(middle.read_bytes())[-1].position
+
+    dry = kdump("trim-tail", "--format", "json", str(part))
+    assert dry.exit_code == 1
+    (row,) = [json.loads(line) for line in dry.stdout.splitlines()]
+    assert (row["segment"], row["cut_position"], row["new_log_end_offset"]) == (str(middle), cut, 70)
+    assert row["drop_later_segments"] is True
+    assert row["removed_segments"] == 1
+    moved = {Path(p).name for p in row["moved_files"]}
+    assert moved == {f"{80:020d}.{ext}" for ext in ("log", "index", "timeindex", "snapshot")} | {
+        f"{120:020d}.snapshot"
+    }
+    assert row["backed_up_bytes"] == sizes[middle.name] - cut + sum(sizes[n] for n in moved)
+    assert row["old_log_end_offset"] == 120
+    assert row["offset_hole"] is None
+    assert row["leader_epochs_dropped"] == 2  # epochs 3 and 4 start at 75 and 90, past the new end 70
+    assert row["salvage_first"] is True  # segment 80 holds valid data the trim takes out
+    text = kdump("trim-tail", str(part)).stdout
+    assert "removes 1 later segments as the broker does" in text
+    assert f"kdump salvage --out DIR {part}" in text
+    assert "new log end offset 70" in text
+
+    backup = tmp_path / "drop"
+    result = kdump("trim-tail", "--apply", "--backup-dir", str(backup), str(part))
+    assert result.exit_code == 0, result.output
+    assert "moved 5 files" in result.stdout
+    after = _sizes(part)
+    assert sorted(p.name.split(".")[0] for p in part.glob("*.log")) == [f"{0:020d}", f"{40:020d}"]
+    assert moved.isdisjoint(after)
+    assert after[middle.name] == cut
+    # Nothing lost that the plan did not list: the backup holds the cut tail and every moved file.
+    kept_back = sum(p.stat().st_size for p in backup.iterdir() if ".tail-" in p.name or p.name[4:] in moved)
+    assert kept_back == row["backed_up_bytes"]
+    reports = list(verify_targets([discover(str(part))], VerifyOptions(jobs=1)))
+    assert reports[0].last_offset == row["new_log_end_offset"] - 1
+    assert [f for r in reports for f in r.findings if f.severity >= Severity.WARNING] == []
+    epochs = decode_leader_epoch_checkpoint((part / "leader-epoch-checkpoint").read_bytes()).entries
+    assert [(e.epoch, e.start_offset) for e in epochs] == [(0, 0)]
+    assert kdump("restore", str(backup)).exit_code == 0
+    assert file_hashes(part) == damaged
+
+
+def test_keeping_later_segments_is_explicit_and_names_the_hole(
     three_segments: Path, tmp_path: Path, kdump: Kdump
 ) -> None:
     part = three_segments
@@ -252,32 +310,26 @@ def test_damage_in_a_middle_segment_keeps_later_segments_unless_asked(
     flip_crc_byte(-1).apply(middle)
     damaged = file_hashes(part)
     cut = log_entries(middle.read_bytes())[-1].position
-
-    (plan,) = plan_trim_tail(discover(str(part)))
-    assert plan.segment is not None
-    assert plan.segment.log == middle
-    assert plan.cut_position == cut
-    assert [s.base_offset for s in plan.later_segments] == [80]
-    assert not plan.drop_later_segments
-    dry = kdump("trim-tail", str(part))
-    assert "the broker would also delete 1 later segments" in dry.stdout
+    (plan,) = plan_trim_tail(discover(str(part)), drop_later_segments=False)
+    assert (plan.cut_position, plan.removed_segments, plan.moved_files) == (cut, 0, ())
+    assert plan.offset_hole == (70, 79)
+    assert plan.new_log_end_offset == 120  # the later segment still ends the log
+    dry = kdump("trim-tail", "--keep-later-segments", str(part))
+    assert "leaves an offset hole 70..79" in dry.stdout
+    assert "which no broker produces" in dry.stdout
 
     keep = tmp_path / "keep"
-    assert kdump("trim-tail", "--apply", "--backup-dir", str(keep), str(part)).exit_code == 0
+    assert (
+        kdump("trim-tail", "--apply", "--keep-later-segments", "--backup-dir", str(keep), str(part)).exit_code
+        == 0
+    )
     assert middle.stat().st_size == cut
     assert (part / "00000000000000000080.log").exists()
-    assert [f for f in _verify(part) if f.severity >= Severity.ERROR] == []
+    reports = list(verify_targets([discover(str(part))], VerifyOptions(jobs=1)))
+    assert reports[0].last_offset == 119
+    holes = [f for r in reports for f in r.findings if f.code == "offset-hole"]
+    assert [(f.offset, f.details["gap"], f.severity) for f in holes] == [(70, 10, Severity.WARNING)]
     assert kdump("restore", str(keep)).exit_code == 0
-    assert file_hashes(part) == damaged
-
-    drop = tmp_path / "drop"
-    result = kdump("trim-tail", "--apply", "--drop-later-segments", "--backup-dir", str(drop), str(part))
-    assert result.exit_code == 0, result.output
-    assert "moved 5 files" in result.stdout  # segment 80 (.log, .index, .timeindex), snapshots 80, 120
-    assert sorted(p.name.split(".")[0] for p in part.glob("*.log")) == [f"{0:020d}", f"{40:020d}"]
-    assert sorted(p.name for p in part.glob("*.snapshot")) == [f"{40:020d}.snapshot"]  # the rest is past 70
-    assert [f for f in _verify(part) if f.severity >= Severity.WARNING] == []
-    assert kdump("restore", str(drop)).exit_code == 0
     assert file_hashes(part) == damaged
 
 
@@ -388,3 +440,48 @@ def test_property_random_damage_then_trim_tail_leaves_no_log_errors(damage: Dama
         if result.backup_dir is not None:
             restore(result.backup_dir)
             assert file_hashes(part) == damaged
+
+
+class _Stop(Exception):
+    """Raised at the N-th step of an apply: the files are left as a kill there leaves them."""
+
+
+def test_a_mid_log_trim_stopped_at_any_step_is_finished_by_a_second_run(
+    three_segments: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every step of removing later segments, snapshots and epochs comes before the cut, so a run
+    stopped anywhere leaves the damage in place, and running again ends where one run ends."""
+    part = three_segments
+    (part / "leader-epoch-checkpoint").write_bytes(encode_leader_epoch_checkpoint([(0, 0), (3, 75)]))
+    flip_crc_byte(-1).apply(part / "00000000000000000040.log")
+    reference = copy_tree(part, tmp_path / "reference")
+    (plan,) = plan_trim_tail(discover(str(reference)))
+    apply_trim_tail(plan, tmp_path / "reference-backup")
+    expected = file_hashes(reference)
+
+    stopped_at = 0
+    while True:
+        stopped_at += 1
+        work = copy_tree(part, tmp_path / f"run-{stopped_at}" / part.name)
+        calls = 0
+
+        def stop(name: str, at: int = stopped_at) -> None:
+            nonlocal calls
+            calls += 1
+            if calls == at:
+                raise _Stop(name)
+
+        monkeypatch.setattr(safety, "fault_point", stop)
+        try:
+            (plan,) = plan_trim_tail(discover(str(work)))
+            apply_trim_tail(plan, tmp_path / f"run-{stopped_at}" / "backup-1")
+            stopped = False
+        except _Stop:
+            stopped = True
+        monkeypatch.setattr(safety, "fault_point", lambda name: None)
+        (plan,) = plan_trim_tail(discover(str(work)))
+        apply_trim_tail(plan, tmp_path / f"run-{stopped_at}" / "backup-2")
+        assert file_hashes(work) == expected, f"stopped at step {stopped_at}"
+        if not stopped:
+            break
+    assert stopped_at > 10  # index rewrites, 5 moves, the epoch checkpoint and the cut were each stopped
