@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from kdump.cli.exit_codes import ExitCode
+from kdump.cli.kafka_flags import kafka_flags
 from kdump.cli.output import diag, discover_all, format_option, resolve_format, say_problems
 from kdump.cli.payload_options import build_payload_options, payload_options, prepare
 from kdump.cli.timespec import TimeParam
@@ -22,7 +23,7 @@ from kdump.render.rows import ENCODINGS
 
 
 @click.command("dump")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))
+@click.argument("paths", nargs=-1, required=False, type=click.Path(readable=False))
 @click.option(
     "--records", is_flag=True, help="Also show every record (offset, timestamp, key, value, headers)."
 )
@@ -66,6 +67,7 @@ from kdump.render.rows import ENCODINGS
 )
 @payload_options
 @format_option
+@kafka_flags
 def dump_command(
     paths: tuple[str, ...],
     records: bool,

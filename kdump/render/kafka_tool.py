@@ -1,0 +1,295 @@
+"""What Kafka's own `kafka-dump-log.sh` (DumpLogSegments) prints, line for line.
+
+`kdump dump` given Kafka's flags (`--files`, `--deep-iteration`, `--print-data-log`, the decoders ...)
+prints this instead of its own format, so runbooks written for Kafka's tool keep working and their
+output can be compared with Kafka's. The text is the one of a chosen Kafka release (`ToolOptions.release`):
+
+* 3.x (the Scala tool): legacy (v0/v1) record lines end with a stray `}`; the `Non-consecutive offsets`
+  summary starts at the first record and lists the newest pair first; with `--skip-record-metadata` a
+  payload of a record without key follows a bare space.
+* 4.x (the Java tool): no stray `}`; the summary starts from offset -1 (a segment that does not start at
+  offset 0 is reported) and lists pairs in ascending order; with `--skip-record-metadata` the first
+  printed part follows `| `. Decoded internal records are printed in each release's own text
+  (`kafka_decoded`).
+
+Stdout lines are yielded; what Kafka prints on stderr at once (`Ignoring unknown file`, a corrupt
+snapshot) goes to `ToolReport.say`, and the summaries Kafka prints after the last file are kept in the
+`ToolReport` (`summary_lines`). Where Kafka's tool dies with an exception, `ToolAbort` is raised.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kdump.errors import DecodeError
+from kdump.formats.batch import BatchHeader
+from kdump.formats.filenames import parse_segment_file_name
+from kdump.formats.internal import decode_control_record, decode_with
+from kdump.formats.internal.java_text import java_utf8_decode
+from kdump.formats.internal.transaction_log import java_string_hash
+from kdump.formats.records import Record
+from kdump.render import rows
+from kdump.render.kafka_decoded import NEWEST_KAFKA, kafka_style
+from kdump.render.text import batch_line
+from kdump.scan import open_buffer, scan_log
+
+INT_MAX = 2**31 - 1
+"""Kafka's default `--max-bytes` (Integer.MAX_VALUE): the whole file, and the trailing-bytes line."""
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+"""Kafka's default `--max-message-size`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    """Kafka's flags, as DumpLogSegments derives them (a decoder implies the data, the data implies deep)."""
+
+    deep: bool = False
+    print_data: bool = False
+    decoder: str | None = None
+    skip_metadata: bool = False
+    verify_only: bool = False
+    sanity_only: bool = False
+    max_bytes: int = INT_MAX
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    release: str = NEWEST_KAFKA
+
+    @property
+    def java(self) -> bool:
+        """Whether the release ships the Java tool (4.0 and later)."""
+        return kafka_style(self.release) != "3"
+
+
+class ToolAbort(Exception):
+    """Kafka's tool stops here with an uncaught exception (exit status 1)."""
+
+    def __init__(self, java_class: str, message: str) -> None:
+        super().__init__(f"{java_class}: {message}")
+        self.java_class = java_class
+        self.message = message
+
+
+Pairs = dict[str, list[tuple[int, int]]]
+
+
+@dataclass
+class ToolReport:
+    """What Kafka prints on stderr: at once (`say`), and the summaries after the last file."""
+
+    say: Callable[[str], None]
+    index_mismatches: Pairs = field(default_factory=dict)
+    timestamp_mismatches: Pairs = field(default_factory=dict)
+    out_of_order_timestamps: Pairs = field(default_factory=dict)
+    offsets_not_found: Pairs = field(default_factory=dict)
+    non_consecutive: Pairs = field(default_factory=dict)
+
+    @staticmethod
+    def add(table: Pairs, path: Path, pair: tuple[int, int]) -> None:
+        table.setdefault(str(path.absolute()), []).append(pair)
+
+    def summary_lines(self, opts: ToolOptions) -> list[str]:
+        """The summaries, in Kafka's order (its hash maps' order across files)."""
+        java = opts.java
+        out: list[str] = []
+        for name in _hash_order(list(self.index_mismatches), java):
+            out.append(f"Mismatches in :{name}")
+            pairs = self.index_mismatches[name]
+            # 3.x prepends to a list; 4.x keeps a map from index offset, largest first.
+            shown = sorted(dict(pairs).items(), reverse=True) if java else pairs[::-1]
+            out += [f"  Index offset: {a}, log offset: {b}" for a, b in shown]
+        for name in _hash_order(list(self.timestamp_mismatches), java):
+            out.append(f"Found timestamp mismatch in :{name}")
+            out += [f"  Index timestamp: {a}, log timestamp: {b}" for a, b in self.timestamp_mismatches[name]]
+        for name in _hash_order(list(self.out_of_order_timestamps), java):
+            out.append(f"Found out of order timestamp in :{name}")
+            out += [
+                f"  Index timestamp: {a}, Previously indexed timestamp: {b}"
+                for a, b in self.out_of_order_timestamps[name]
+            ]
+        for name in _hash_order(list(self.offsets_not_found), java):
+            out.append("The following indexed offsets are not found in the log.")
+            out += [f"Indexed offset: {a}, found log offset: {b}" for a, b in self.offsets_not_found[name]]
+        for name in _hash_order(list(self.non_consecutive), java):
+            out.append(f"Non-consecutive offsets in {name}")
+            pairs = self.non_consecutive[name]
+            # 3.x prepends to a list; 4.x keeps a map from the earlier offset, smallest first.
+            shown = sorted(dict(pairs).items()) if java else pairs[::-1]
+            out += [f"  {a} is followed by {b}" for a, b in shown]
+        return out
+
+
+def _hash_order(names: list[str], java: bool) -> list[str]:
+    """The order a hash map keyed by these paths iterates them (java.util.HashMap for the Java tool,
+    Scala's mutable.HashMap for the Scala one: same buckets, but Scala sorts a bucket by hash)."""
+    size, capacity = len(names), 16
+    while (size > capacity * 3 // 4) if java else (size >= capacity * 3 // 4):
+        capacity *= 2
+    inserted = {name: i for i, name in enumerate(names)}
+
+    def key(name: str) -> tuple[int, int]:
+        h = java_string_hash(name)
+        h ^= h >> 16
+        signed = h - (1 << 32) if h >= 1 << 31 else h
+        return h & (capacity - 1), inserted[name] if java else signed
+
+    return sorted(names, key=key)
+
+
+def shown_path(arg: str) -> str:
+    """How Java's `File.toString` shows a path given on the command line (`a//b/` -> `a/b`)."""
+    text = re.sub("/+", "/", arg)
+    return text[:-1] if len(text) > 1 and text.endswith("/") else text
+
+
+def base_offset_of(path: Path) -> int:
+    """The number before the first dot of the name, as Kafka's tool reads it."""
+    head = path.name.split(".")[0]
+    try:
+        return int(head)
+    except ValueError:
+        raise ToolAbort("java.lang.NumberFormatException", f'For input string: "{head}"') from None
+
+
+def dump_lines(arg: str, opts: ToolOptions, report: ToolReport) -> Iterator[str]:
+    """Everything Kafka prints on stdout for one `--files` entry."""
+    from kdump.render import kafka_tool_index as idx
+
+    shown = shown_path(arg)
+    path = Path(arg)
+    yield f"Dumping {shown}"
+    name = path.name
+    dot = name.rfind(".")
+    if dot < 0:
+        raise ToolAbort(
+            "java.lang.StringIndexOutOfBoundsException", f"begin -1, end {len(name)}, length {len(name)}"
+        )
+    suffix = name[dot:]
+    if suffix in (".log", ".checkpoint"):
+        yield from log_lines(path, opts, report)
+    elif suffix == ".index":
+        yield from idx.index_lines(path, shown, opts, report)
+    elif suffix == ".timeindex":
+        yield from idx.time_index_lines(path, shown, opts, report)
+    elif suffix == ".snapshot":
+        yield from idx.snapshot_lines(path, opts, report)
+    elif suffix == ".txnindex":
+        yield from idx.txn_index_lines(path)
+    else:
+        report.say(f"Ignoring unknown file {shown}")
+
+
+def log_lines(path: Path, opts: ToolOptions, report: ToolReport) -> Iterator[str]:
+    """A `.log` segment or a KRaft snapshot (`.checkpoint`): batches, and records when deep."""
+    if path.name.endswith(".log"):
+        base: int | None = base_offset_of(path)
+        yield f"Log starting offset: {base}"
+    elif path.name == "bootstrap.checkpoint":
+        base = None
+        yield "KRaft bootstrap snapshot"
+    else:
+        parsed = parse_segment_file_name(path.name)
+        if parsed is None or parsed.epoch is None:
+            raise ToolAbort("java.util.NoSuchElementException", "No value present")
+        base = None
+        yield f"Snapshot end offset: {parsed.base_offset}, epoch: {parsed.epoch}"
+    if not path.is_file():
+        raise ToolAbort("java.nio.file.NoSuchFileException", str(path))
+    java = opts.java
+    valid = 0
+    previous = -1
+    batch: BatchHeader | None = None
+    with open_buffer(path) as buf:
+        end = min(len(buf), opts.max_bytes)
+        for ev in scan_log(buf, file=str(path), base_offset=base, deep=opts.deep):
+            if isinstance(ev, BatchHeader):
+                # Kafka reads batch after batch and stops at the first that does not fit.
+                if ev.position != valid or ev.position + ev.size > end:
+                    break
+                batch = ev
+                valid += ev.size
+                yield batch_line(ev)
+            elif isinstance(ev, Record) and batch is not None:
+                if (java or previous != -1) and ev.offset != previous + 1:
+                    report.add(report.non_consecutive, path, (previous, ev.offset))
+                previous = ev.offset
+                yield record_line(ev, batch, opts)
+        size = len(buf)
+    if size > valid and opts.max_bytes == INT_MAX:
+        yield f"Found {size - valid} invalid bytes at the end of {path.name}"
+
+
+def record_line(r: Record, batch: BatchHeader, opts: ToolOptions) -> str:
+    """One `| offset: ...` line (or, with --skip-record-metadata, only the key and payload)."""
+    java = opts.java
+    line = ""
+    if not opts.skip_metadata:
+        key_size = -1 if r.key is None else len(r.key)
+        value_size = -1 if r.value is None else len(r.value)
+        line = (
+            f"| offset: {r.offset} {rows.timestamp_type_label(batch.timestamp_type)}: {r.timestamp} "
+            f"keySize: {key_size} valueSize: {value_size}"
+        )
+        if batch.magic >= 2:
+            keys = ",".join(java_utf8_decode(bytes(k)) for k, _ in r.headers)
+            line += f" sequence: {r.sequence} headerKeys: [{keys}]"
+        else:
+            # Kafka 3.x's format string has a stray closing brace.
+            line += f" isValid: {'true' if r.crc_ok else 'false'} crc: {r.crc}{'' if java else '}'}"
+        if batch.is_control:
+            line += _control_text(r, opts)
+    if opts.print_data and not batch.is_control:
+        key, payload = _contents(r, opts)
+        prefix = "| " if opts.skip_metadata else " "
+        if key is not None:
+            line += f"{prefix}key: {key}"
+            prefix = " "
+        if payload is not None:
+            line += f"{prefix if java else ' '}payload: {payload}"
+    return line
+
+
+def _control_text(r: Record, opts: ToolOptions) -> str:
+    try:
+        return decode_control_record(r.key, r.value).oracle_suffix(r.offset, kafka_style(opts.release))
+    except DecodeError as exc:
+        raise ToolAbort("org.apache.kafka.common.InvalidRecordException", str(exc)) from None
+
+
+def _contents(r: Record, opts: ToolOptions) -> tuple[str | None, str | None]:
+    """The key and payload texts: Java's UTF-8 reading of the bytes, or the chosen decoder's text."""
+    if opts.decoder is None:
+        key = None if r.key is None else java_utf8_decode(bytes(r.key))
+        return key, None if r.value is None else java_utf8_decode(bytes(r.value))
+    if opts.decoder in ("offsets", "transactions", "share-group-state") and r.key is None:
+        raise ToolAbort(
+            "java.lang.RuntimeException",
+            f"Failed to decode message at offset {r.offset} using "
+            + ("the specified decoder" if opts.java else "offset topic decoder")
+            + " (message had a missing key)",
+        )
+    try:
+        decoded = decode_with(opts.decoder, r.key, r.value)
+        return decoded.oracle_key_payload(r.offset, kafka_style(opts.release))
+    except DecodeError as exc:
+        return f"Error at offset {r.offset}, skipping. {exc}", None
+
+
+_HEADER = struct.Struct(">qi")
+
+
+def first_batch_last_offset(data: memoryview, position: int, limit: int) -> int | None:
+    """The last offset of the batch at `position`, read as Kafka's file iterator reads it (None: no
+    whole batch there within `limit` bytes)."""
+    end = min(len(data), position + limit)
+    if position + 17 >= end:
+        return None
+    offset, size = _HEADER.unpack_from(data, position)
+    if position + 12 + size > end:
+        return None
+    if data[position + 16] >= 2:
+        (delta,) = struct.unpack_from(">i", data, position + 23)
+        return int(offset) + int(delta)
+    return int(offset)
