@@ -44,8 +44,18 @@ class LazyGroup(click.Group):
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        """Find the command, and remember its name."""
-        name, command, rest = super().resolve_command(ctx, args)
+        """Find the command, and remember its name; an unknown name gets the close matches."""
+        typed = args[0] if args else ""
+        if typed and not typed.startswith("-") and typed not in COMMANDS and typed.lower() in COMMANDS:
+            # Commands are printed in lower case; `kdump VERIFY` means verify.
+            args = [typed.lower(), *args[1:]]
+        try:
+            name, command, rest = super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            close = close_commands(typed)
+            if not close or typed.startswith("-"):
+                raise
+            raise click.UsageError(f"{exc.message} Did you mean {_either(close)}?", ctx) from None
         self.invoked = name
         return name, command, rest
 
@@ -100,6 +110,21 @@ def cli() -> None:
       eval "$(_KDUMP_COMPLETE=zsh_source kdump)"      # zsh, in ~/.zshrc
       _KDUMP_COMPLETE=fish_source kdump | source      # fish
     """
+
+
+def close_commands(typed: str) -> list[str]:
+    """The commands a mistyped name may have meant: close spellings, then names it begins."""
+    import difflib
+
+    names = list(COMMANDS)
+    close = difflib.get_close_matches(typed.lower(), names, n=3, cutoff=0.6)
+    close += [n for n in names if typed and n.startswith(typed.lower()) and n not in close]
+    return close
+
+
+def _either(names: list[str]) -> str:
+    quoted = [f"'{n}'" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ from kdump.render.rows import ENCODINGS
 )
 @click.option(
     "--encoding",
-    type=click.Choice(ENCODINGS),
+    type=click.Choice(ENCODINGS, case_sensitive=False),
     default="utf8",
     show_default=True,
     help="How keys, values and header values are shown (utf8 escapes invalid bytes as \\xNN).",
@@ -54,7 +54,7 @@ from kdump.render.rows import ENCODINGS
 )
 @click.option(
     "--decode",
-    type=click.Choice(DECODERS),
+    type=click.Choice(DECODERS, case_sensitive=False),
     default="auto",
     show_default=True,
     help="Decoder for internal topics' records; auto chooses by partition directory name.",

@@ -59,12 +59,12 @@ def payload_options(fn: F) -> F:
         ),
         click.option(
             "--value-type",
-            type=click.Choice(TYPES),
+            type=click.Choice(TYPES, case_sensitive=False),
             help=f"Decode values as: {_TYPE_HELP} Default: registry when a schema source is given, else raw.",
         ),
         click.option(
             "--key-type",
-            type=click.Choice(TYPES),
+            type=click.Choice(TYPES, case_sensitive=False),
             help="Decode keys as (see --value-type). Default: registry when a schema source is given, else raw.",
         ),
     ]

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from builders import SegmentBuilder, records
 from click.testing import Result
 from corpus import CORPUS_DIRS
 
@@ -149,3 +150,119 @@ def test_summaries_follow_javas_hash_map_order() -> None:
     assert _hash_order(["q", "a", *others], True)[:2] == ["q", "a"]
     assert _hash_order(["q", "a", *others, "z"], True)[0] == "a"
     assert _hash_order(["q", "a", *others], False)[0] == "a"
+
+
+# --- the flags on segments built here -------------------------------------------------------------
+
+
+@pytest.fixture
+def part(tmp_path: Path) -> Path:
+    """Two segments; the second starts at offset 5 and its first record has no key."""
+    part = tmp_path / "orders-0"
+    first = SegmentBuilder()
+    first.add_v2(records(5))
+    first.write(part)
+    second = SegmentBuilder(base_offset=5)
+    second.add_v2(records(2, key=False))
+    second.add_v2(records(3))
+    second.write(part)
+    return part
+
+
+def _log(part: Path, base: int) -> str:
+    return str(part / f"{base:020d}.log")
+
+
+def test_files_keep_the_order_given(kdump: Kdump, part: Path) -> None:
+    result = kdump("dump", "--files", f"{_log(part, 5)},{_log(part, 0)}")
+    assert result.exit_code == 0, result.stderr
+    dumped = [line for line in result.stdout.splitlines() if line.startswith("Dumping ")]
+    assert dumped == [f"Dumping {_log(part, 5)}", f"Dumping {_log(part, 0)}"]
+
+
+def test_a_directory_stands_for_its_logs(kdump: Kdump, part: Path) -> None:
+    result = kdump("dump", "--deep-iteration", str(part))
+    assert result.exit_code == 0, result.stderr
+    assert [line for line in result.stdout.splitlines() if line.startswith("Log starting offset:")] == [
+        "Log starting offset: 0",
+        "Log starting offset: 5",
+    ]
+    assert sum(line.startswith("| offset: ") for line in result.stdout.splitlines()) == 10
+
+
+@pytest.mark.parametrize(
+    ("version", "line", "summary"),
+    [
+        ("3.8", " payload: value-0-", []),
+        ("4.4", "| payload: value-0-", ["Non-consecutive offsets in {log}", "  -1 is followed by 5"]),
+    ],
+)
+def test_releases_differ_where_kafka_does(
+    kdump: Kdump, part: Path, monkeypatch: pytest.MonkeyPatch, version: str, line: str, summary: list[str]
+) -> None:
+    monkeypatch.chdir(part)
+    log = f"{5:020d}.log"
+    result = kdump("dump", "--kafka-version", version, "--skip-record-metadata", "--print-data-log", log)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    # A record without key: what precedes its payload is where 3.x and 4.x differ.
+    assert lines[3].startswith(line), lines[3]
+    assert lines[6].startswith("| key: key-0 payload: value-0-")
+    assert result.stderr.splitlines() == [s.format(log=part / log) for s in summary]
+
+
+def test_max_bytes_reads_whole_batches_only(kdump: Kdump, part: Path) -> None:
+    whole = kdump("dump", "--files", _log(part, 5))
+    batches = [line for line in whole.stdout.splitlines() if line.startswith("baseOffset: ")]
+    first_size = int(batches[0].split(" size: ")[1].split()[0])
+    cut = kdump("dump", "--max-bytes", str(first_size + 10), "--files", _log(part, 5))
+    assert [line for line in cut.stdout.splitlines() if line.startswith("baseOffset: ")] == batches[:1]
+    assert "invalid bytes" not in cut.stdout
+
+
+def test_trailing_bytes_are_counted_as_kafka_counts_them(kdump: Kdump, part: Path) -> None:
+    log = Path(_log(part, 0))
+    log.write_bytes(log.read_bytes() + b"\x00" * 7)
+    result = kdump("dump", "--files", str(log))
+    assert result.stdout.splitlines()[-1] == f"Found 7 invalid bytes at the end of {log.name}"
+
+
+def test_unknown_and_missing_files_are_handled_as_kafka_does(kdump: Kdump, part: Path) -> None:
+    other = part / "partition.metadata"
+    other.write_text("version: 0\n")
+    result = kdump("dump", "--files", str(other))
+    assert (result.exit_code, result.stdout) == (0, f"Dumping {other}\n")
+    assert result.stderr == f"Ignoring unknown file {other}\n"
+    missing = part / f"{99:020d}.log"
+    result = kdump("dump", "--files", f"{missing},{_log(part, 0)}")
+    assert result.exit_code == 1
+    assert result.stdout == f"Dumping {missing}\nLog starting offset: 99\n"
+    assert result.stderr == f'Exception in thread "main" java.nio.file.NoSuchFileException: {missing}\n'
+
+
+def test_an_index_that_fails_the_sanity_check_stops_the_run(kdump: Kdump, part: Path) -> None:
+    index = part / f"{0:020d}.timeindex"
+    size = index.stat().st_size
+    assert size == 12, "one entry expected"
+    index.write_bytes(index.read_bytes() + b"\x00\x00\x00")
+    result = kdump("dump", "--index-sanity-check", "--files", f"{index},{_log(part, 5)}")
+    assert result.exit_code == 1
+    assert result.stdout == f"Dumping {index}\n"
+    assert result.stderr == (
+        'Exception in thread "main" org.apache.kafka.storage.internals.log.CorruptIndexException: '
+        f"Time index file {index} is corrupt, found 15 bytes which is neither positive nor a multiple of 12\n"
+    )
+
+
+@pytest.mark.parametrize("option", [["--records"], ["--format", "json"], ["--from-offset", "3"]])
+def test_kdumps_own_options_do_not_mix_with_kafkas(kdump: Kdump, part: Path, option: list[str]) -> None:
+    result = kdump("dump", "--deep-iteration", *option, str(part))
+    assert result.exit_code == 2
+    assert "cannot be used with Kafka's flags" in result.stderr
+    assert result.stdout == ""
+
+
+def test_without_files_or_paths_is_a_usage_error(kdump: Kdump) -> None:
+    result = kdump("dump", "--deep-iteration")
+    assert result.exit_code == 2
+    assert "Missing --files" in result.stderr
