@@ -72,7 +72,25 @@ class ToolAbort(Exception):
         self.message = message
 
 
-Pairs = dict[str, list[tuple[int, int]]]
+@dataclass
+class PathPairs:
+    """One of Kafka's summaries: pairs of numbers per file (absolute path), and every time Kafka looked
+    a file up in its map, which decides the map's size and so the order files are printed in."""
+
+    pairs: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    touches: list[str] = field(default_factory=list)
+
+    def add(self, path: Path, pair: tuple[int, int]) -> None:
+        name = str(path.absolute())
+        self.touches.append(name)
+        self.pairs.setdefault(name, []).append(pair)
+
+    def files(self, java: bool, *, scala_puts_once: bool = False) -> list[str]:
+        """The files in the order Kafka's map iterates them."""
+        touches = self.touches
+        if scala_puts_once and not java:
+            touches = list(dict.fromkeys(touches))
+        return hash_map_order(touches, java)
 
 
 @dataclass
@@ -80,62 +98,82 @@ class ToolReport:
     """What Kafka prints on stderr: at once (`say`), and the summaries after the last file."""
 
     say: Callable[[str], None]
-    index_mismatches: Pairs = field(default_factory=dict)
-    timestamp_mismatches: Pairs = field(default_factory=dict)
-    out_of_order_timestamps: Pairs = field(default_factory=dict)
-    offsets_not_found: Pairs = field(default_factory=dict)
-    non_consecutive: Pairs = field(default_factory=dict)
-
-    @staticmethod
-    def add(table: Pairs, path: Path, pair: tuple[int, int]) -> None:
-        table.setdefault(str(path.absolute()), []).append(pair)
+    index_mismatches: PathPairs = field(default_factory=PathPairs)
+    timestamp_mismatches: PathPairs = field(default_factory=PathPairs)
+    out_of_order_timestamps: PathPairs = field(default_factory=PathPairs)
+    offsets_not_found: PathPairs = field(default_factory=PathPairs)
+    non_consecutive: PathPairs = field(default_factory=PathPairs)
 
     def summary_lines(self, opts: ToolOptions) -> list[str]:
         """The summaries, in Kafka's order (its hash maps' order across files)."""
         java = opts.java
         out: list[str] = []
-        for name in _hash_order(list(self.index_mismatches), java):
+        for name in self.index_mismatches.files(java):
             out.append(f"Mismatches in :{name}")
-            pairs = self.index_mismatches[name]
+            pairs = self.index_mismatches.pairs[name]
             # 3.x prepends to a list; 4.x keeps a map from index offset, largest first.
             shown = sorted(dict(pairs).items(), reverse=True) if java else pairs[::-1]
             out += [f"  Index offset: {a}, log offset: {b}" for a, b in shown]
-        for name in _hash_order(list(self.timestamp_mismatches), java):
+        # 3.x puts a time index's list in its map once, when it is created.
+        for name in self.timestamp_mismatches.files(java, scala_puts_once=True):
             out.append(f"Found timestamp mismatch in :{name}")
-            out += [f"  Index timestamp: {a}, log timestamp: {b}" for a, b in self.timestamp_mismatches[name]]
-        for name in _hash_order(list(self.out_of_order_timestamps), java):
+            out += [
+                f"  Index timestamp: {a}, log timestamp: {b}"
+                for a, b in self.timestamp_mismatches.pairs[name]
+            ]
+        for name in self.out_of_order_timestamps.files(java, scala_puts_once=True):
             out.append(f"Found out of order timestamp in :{name}")
             out += [
                 f"  Index timestamp: {a}, Previously indexed timestamp: {b}"
-                for a, b in self.out_of_order_timestamps[name]
+                for a, b in self.out_of_order_timestamps.pairs[name]
             ]
-        for name in _hash_order(list(self.offsets_not_found), java):
+        for name in self.offsets_not_found.files(java, scala_puts_once=True):
             out.append("The following indexed offsets are not found in the log.")
-            out += [f"Indexed offset: {a}, found log offset: {b}" for a, b in self.offsets_not_found[name]]
-        for name in _hash_order(list(self.non_consecutive), java):
+            out += [
+                f"Indexed offset: {a}, found log offset: {b}" for a, b in self.offsets_not_found.pairs[name]
+            ]
+        for name in self.non_consecutive.files(java):
             out.append(f"Non-consecutive offsets in {name}")
-            pairs = self.non_consecutive[name]
+            pairs = self.non_consecutive.pairs[name]
             # 3.x prepends to a list; 4.x keeps a map from the earlier offset, smallest first.
             shown = sorted(dict(pairs).items()) if java else pairs[::-1]
             out += [f"  {a} is followed by {b}" for a, b in shown]
         return out
 
 
-def _hash_order(names: list[str], java: bool) -> list[str]:
-    """The order a hash map keyed by these paths iterates them (java.util.HashMap for the Java tool,
-    Scala's mutable.HashMap for the Scala one: same buckets, but Scala sorts a bucket by hash)."""
-    size, capacity = len(names), 16
-    while (size > capacity * 3 // 4) if java else (size >= capacity * 3 // 4):
-        capacity *= 2
-    inserted = {name: i for i, name in enumerate(names)}
+def _spread(name: str) -> int:
+    """The hash both maps use: Java's String.hashCode with its high half folded into the low one."""
+    h = java_string_hash(name)
+    return h ^ (h >> 16)
+
+
+def hash_map_order(touches: list[str], java: bool) -> list[str]:
+    """The order in which a hash map iterates keys touched in this sequence (with repeats).
+
+    Java's tool (4.x) calls `HashMap.computeIfAbsent` at every touch: the table (16 buckets at first)
+    doubles at a touch that finds more entries than 3/4 of it, and a new key goes to the head of its
+    bucket, so a bucket lists its keys newest first. Scala's tool (3.x) calls `mutable.HashMap.put` at
+    every touch: the table doubles when one more entry would reach 3/4 of it, and a bucket keeps its
+    keys sorted by hash (as a signed int).
+    """
+    capacity, size, seen = 16, 0, {}
+    for name in touches:
+        if java:
+            if size > capacity * 3 // 4:
+                capacity *= 2
+        elif size + 1 >= capacity * 3 // 4:
+            capacity *= 2
+        if name not in seen:
+            seen[name] = size
+            size += 1
 
     def key(name: str) -> tuple[int, int]:
-        h = java_string_hash(name)
-        h ^= h >> 16
-        signed = h - (1 << 32) if h >= 1 << 31 else h
-        return h & (capacity - 1), inserted[name] if java else signed
+        h = _spread(name)
+        if java:
+            return h & (capacity - 1), -seen[name]
+        return h & (capacity - 1), h - (1 << 32) if h >= 1 << 31 else h
 
-    return sorted(names, key=key)
+    return sorted(seen, key=key)
 
 
 def shown_path(arg: str) -> str:
@@ -213,7 +251,7 @@ def log_lines(path: Path, opts: ToolOptions, report: ToolReport) -> Iterator[str
                 yield batch_line(ev)
             elif isinstance(ev, Record) and batch is not None:
                 if (java or previous != -1) and ev.offset != previous + 1:
-                    report.add(report.non_consecutive, path, (previous, ev.offset))
+                    report.non_consecutive.add(path, (previous, ev.offset))
                 previous = ev.offset
                 yield record_line(ev, batch, opts)
         size = len(buf)

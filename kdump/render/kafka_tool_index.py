@@ -77,7 +77,7 @@ def index_lines(path: Path, shown: str, opts: ToolOptions, report: ToolReport) -
             if last_offset is None:
                 raise ToolAbort("java.util.NoSuchElementException", "")
             if last_offset != entry.offset:
-                report.add(report.index_mismatches, path, (entry.offset, last_offset))
+                report.index_mismatches.add(path, (entry.offset, last_offset))
             if not opts.verify_only:
                 yield f"offset: {entry.offset} position: {entry.position}"
 
@@ -137,14 +137,14 @@ def time_index_lines(path: Path, shown: str, opts: ToolOptions, report: ToolRepo
         start = 0 if indexed is None else indexed.position
         match = next((b for b in batches if b[0] >= start and b[1] >= entry.offset), None)
         if match is None:
-            report.add(report.offsets_not_found, path, (entry.offset, -1))
+            report.offsets_not_found.add(path, (entry.offset, -1))
         elif match[1] != entry.offset:
-            report.add(report.offsets_not_found, path, (entry.offset, match[1]))
+            report.offsets_not_found.add(path, (entry.offset, match[1]))
         else:
             if match[2] != entry.timestamp:
-                report.add(report.timestamp_mismatches, path, (entry.timestamp, match[2]))
+                report.timestamp_mismatches.add(path, (entry.timestamp, match[2]))
             if previous >= entry.timestamp:
-                report.add(report.out_of_order_timestamps, path, (entry.timestamp, previous))
+                report.out_of_order_timestamps.add(path, (entry.timestamp, previous))
         if not opts.verify_only:
             yield f"timestamp: {entry.timestamp} offset: {entry.offset}"
         previous = entry.timestamp

@@ -20,7 +20,7 @@ from builders import SegmentBuilder, records
 from click.testing import Result
 from corpus import CORPUS_DIRS
 
-from kdump.render.kafka_tool import _hash_order, shown_path
+from kdump.render.kafka_tool import hash_map_order, shown_path
 
 Kdump = Callable[..., Result]
 
@@ -138,18 +138,19 @@ def test_paths_are_shown_as_javas_file_shows_them() -> None:
     assert shown_path("/") == "/"
 
 
-def test_summaries_follow_javas_hash_map_order() -> None:
-    # "Aa" and "BB" share a String hash (2112): bucket 0, in insertion order;
-    # "a" (97) is in bucket 1.
-    assert _hash_order(["a", "BB", "Aa"], True) == ["BB", "Aa", "a"]
-    assert _hash_order(["b", "a"], True) == ["a", "b"]
-    # "q" (113) and "a" (97) share bucket 1 of 16, but not of 32: thirteen keys overflow 16 buckets at
-    # Java's 0.75 load factor (Scala's map grows at twelve).
-    assert _hash_order(["q", "a"], True) == ["q", "a"]
-    others = [chr(c) for c in range(ord("b"), ord("b") + 10)]
-    assert _hash_order(["q", "a", *others], True)[:2] == ["q", "a"]
-    assert _hash_order(["q", "a", *others, "z"], True)[0] == "a"
-    assert _hash_order(["q", "a", *others], False)[0] == "a"
+def test_summaries_follow_the_hash_maps_order() -> None:
+    # "Aa" and "BB" share a String hash (2112), bucket 0; "a" (97) is in bucket 1. Java puts a new key at
+    # the head of its bucket; Scala keeps a bucket sorted by hash (equal here: insertion order).
+    assert hash_map_order(["a", "BB", "Aa"], True) == ["Aa", "BB", "a"]
+    assert hash_map_order(["a", "BB", "Aa"], False) == ["BB", "Aa", "a"]
+    # "q" (113) and "a" (97) share bucket 1 of 16, not of 32. Java doubles the table at the touch after
+    # the one that made 13 entries; Scala when the 12th entry would be put.
+    others = [chr(c) for c in range(ord("b"), ord("b") + 11)]
+    assert hash_map_order(["q", "a", *others], True)[:2] == ["a", "q"]  # 13 entries, 16 buckets
+    assert hash_map_order(["q", "a", *others, "q"], True)[0] == "a"  # a 14th touch: 32 buckets
+    assert hash_map_order(["q", "a", *others, "q"], True)[-1] == "q"
+    assert hash_map_order(["q", "a", *others[:9]], False)[:2] == ["a", "q"]  # 11 entries, 16 buckets
+    assert hash_map_order(["q", "a", *others[:10]], False)[-1] == "q"  # the 12th: 32 buckets
 
 
 # --- the flags on segments built here -------------------------------------------------------------
