@@ -22,6 +22,7 @@ from kdump.cli.exit_codes import ExitCode
 from kdump.render.kafka_decoded import NEWEST_KAFKA
 
 F = TypeVar("F", bound=Callable[..., Any])
+_API = "org.apache.kafka.tools.api."
 
 # Kafka's decoder flags, in the order Kafka's tool gives them precedence, and kdump's decoder names.
 DECODER_FLAGS = {
@@ -39,7 +40,7 @@ _SWITCHES = (
     "index_sanity_check",
     "skip_record_metadata",
 )
-_VALUED = ("files", "max_message_size", "kafka_version")
+_VALUED = ("files", "max_message_size", "kafka_version", "key_decoder_class", "value_decoder_class")
 _KAFKA_PARAMS = (*_SWITCHES, *_VALUED)
 # kdump's own options that mean the same in Kafka's mode; any other one given is refused there.
 _SHARED = {"paths", "max_bytes", "jobs"}
@@ -57,6 +58,30 @@ class _Version(click.ParamType):  # type: ignore[type-arg,unused-ignore]  # gene
 
 def _flag(name: str, help: str) -> Callable[[F], F]:
     return click.option(name, is_flag=True, help=help)
+
+
+def _decoder_class(name: str, what: str) -> Callable[[F], F]:
+    return click.option(
+        name,
+        is_flag=False,
+        flag_value=f"{_API}StringDecoder",
+        metavar="[CLASS]",
+        help=f"Kafka's flag: read {what} with Kafka's String, Integer or Long decoder class (default "
+        "org.apache.kafka.tools.api.StringDecoder); implies --print-data-log.",
+    )
+
+
+def _decoder_class_name(value: str | None) -> str:
+    """The class, checked: kdump reads bytes as Kafka's String, Integer and Long decoders do."""
+    from kdump.render.kafka_tool import DECODER_CLASSES, OLD_DECODER_CLASSES
+
+    name = value or f"{_API}StringDecoder"
+    if name not in DECODER_CLASSES and name not in OLD_DECODER_CLASSES:
+        raise click.UsageError(
+            f"cannot run the Java class {name}: kdump reads keys and values as Kafka's StringDecoder, "
+            "IntegerDecoder and LongDecoder (org.apache.kafka.tools.api) do."
+        )
+    return name
 
 
 def kafka_flags(fn: F) -> F:
@@ -88,6 +113,8 @@ def kafka_flags(fn: F) -> F:
         _flag("--verify-index-only", "Kafka's flag: check indexes against their log without printing them."),
         _flag("--index-sanity-check", "Kafka's flag: only the broker's start-up check of each index."),
         _flag("--skip-record-metadata", "Kafka's flag: record lines without offsets and sizes."),
+        _decoder_class("--key-decoder-class", "keys"),
+        _decoder_class("--value-decoder-class", "values"),
         click.option(
             "--max-message-size",
             type=click.IntRange(min=1),
@@ -143,11 +170,14 @@ def run(kafka: dict[str, Any], paths: tuple[str, ...], max_bytes: int | None) ->
     )
 
     decoder = next((name for flag, name in DECODER_FLAGS.items() if kafka[flag]), None)
-    print_data = bool(kafka["print_data_log"] or decoder)
+    classes = kafka["key_decoder_class"] is not None or kafka["value_decoder_class"] is not None
+    print_data = bool(kafka["print_data_log"] or decoder or classes)
     opts = ToolOptions(
         deep=bool(kafka["deep_iteration"] or print_data),
         print_data=print_data,
         decoder=decoder,
+        key_class=_decoder_class_name(kafka["key_decoder_class"]),
+        value_class=_decoder_class_name(kafka["value_decoder_class"]),
         skip_metadata=bool(kafka["skip_record_metadata"]),
         verify_only=bool(kafka["verify_index_only"]),
         sanity_only=bool(kafka["index_sanity_check"]),
@@ -180,6 +210,10 @@ def run(kafka: dict[str, Any], paths: tuple[str, ...], max_bytes: int | None) ->
             for line in dump_lines(arg, opts, report):
                 write(line)
     except ToolAbort as exc:
+        if out is not None:
+            out.write(exc.partial.encode("utf-8", "surrogatepass"))
+        else:
+            sys.stdout.write(exc.partial)
         flush()
         message = f": {exc.message}" if exc.message else ""
         click.echo(f'Exception in thread "main" {exc.java_class}{message}', err=True)

@@ -50,6 +50,8 @@ class ToolOptions:
     deep: bool = False
     print_data: bool = False
     decoder: str | None = None
+    key_class: str = "org.apache.kafka.tools.api.StringDecoder"
+    value_class: str = "org.apache.kafka.tools.api.StringDecoder"
     skip_metadata: bool = False
     verify_only: bool = False
     sanity_only: bool = False
@@ -70,6 +72,8 @@ class ToolAbort(Exception):
         super().__init__(f"{java_class}: {message}")
         self.java_class = java_class
         self.message = message
+        self.partial = ""
+        """What Kafka had already printed of the current line (it prints without a line break)."""
 
 
 @dataclass
@@ -219,8 +223,32 @@ def dump_lines(arg: str, opts: ToolOptions, report: ToolReport) -> Iterator[str]
         report.say(f"Ignoring unknown file {shown}")
 
 
+_API = "org.apache.kafka.tools.api."
+DECODER_CLASSES = {
+    f"{_API}StringDecoder": "string",
+    f"{_API}IntegerDecoder": "int",
+    f"{_API}LongDecoder": "long",
+}
+"""The `--key-decoder-class`/`--value-decoder-class` values kdump reads as Kafka's classes do."""
+_OLD = "kafka.serializer."
+OLD_DECODER_CLASSES = {f"{_OLD}StringDecoder", f"{_OLD}IntegerDecoder", f"{_OLD}LongDecoder"}
+"""The 3.x names, which 3.x's tool maps to the classes above with a note and 4.x no longer loads."""
+
+
+def _decoder_notes(opts: ToolOptions) -> Iterator[str]:
+    """What building the decoders prints before each log (3.x), or Kafka's failure to load them (4.x)."""
+    for name in (opts.value_class, opts.key_class):
+        if name in OLD_DECODER_CLASSES:
+            if opts.java:
+                raise ToolAbort("java.lang.RuntimeException", "Failed to load decoder class")
+            short = name.rsplit(".", 1)[1]
+            yield f"{name} is deprecated. Please use {_API}{short} instead"
+
+
 def log_lines(path: Path, opts: ToolOptions, report: ToolReport) -> Iterator[str]:
     """A `.log` segment or a KRaft snapshot (`.checkpoint`): batches, and records when deep."""
+    if opts.decoder is None:
+        yield from _decoder_notes(opts)
     if path.name.endswith(".log"):
         base: int | None = base_offset_of(path)
         yield f"Log starting offset: {base}"
@@ -279,7 +307,11 @@ def record_line(r: Record, batch: BatchHeader, opts: ToolOptions) -> str:
         if batch.is_control:
             line += _control_text(r, opts)
     if opts.print_data and not batch.is_control:
-        key, payload = _contents(r, opts)
+        try:
+            key, payload = _contents(r, opts)
+        except ToolAbort as exc:
+            exc.partial = line
+            raise
         prefix = "| " if opts.skip_metadata else " "
         if key is not None:
             line += f"{prefix}key: {key}"
@@ -299,8 +331,8 @@ def _control_text(r: Record, opts: ToolOptions) -> str:
 def _contents(r: Record, opts: ToolOptions) -> tuple[str | None, str | None]:
     """The key and payload texts: Java's UTF-8 reading of the bytes, or the chosen decoder's text."""
     if opts.decoder is None:
-        key = None if r.key is None else java_utf8_decode(bytes(r.key))
-        return key, None if r.value is None else java_utf8_decode(bytes(r.value))
+        key = None if r.key is None else _decode_as(opts.key_class, bytes(r.key))
+        return key, None if r.value is None else _decode_as(opts.value_class, bytes(r.value))
     if opts.decoder in ("offsets", "transactions", "share-group-state") and r.key is None:
         raise ToolAbort(
             "java.lang.RuntimeException",
@@ -313,6 +345,17 @@ def _contents(r: Record, opts: ToolOptions) -> tuple[str | None, str | None]:
         return decoded.oracle_key_payload(r.offset, kafka_style(opts.release))
     except DecodeError as exc:
         return f"Error at offset {r.offset}, skipping. {exc}", None
+
+
+def _decode_as(class_name: str, data: bytes) -> str:
+    """What Kafka's String, Integer or Long decoder makes of the bytes (the number from the first ones)."""
+    kind = DECODER_CLASSES.get(class_name) or DECODER_CLASSES[_API + class_name.rsplit(".", 1)[1]]
+    if kind == "string":
+        return java_utf8_decode(data)
+    size = 4 if kind == "int" else 8
+    if len(data) < size:
+        raise ToolAbort("java.nio.BufferUnderflowException", "")
+    return str(int.from_bytes(data[:size], "big", signed=True))
 
 
 _HEADER = struct.Struct(">qi")

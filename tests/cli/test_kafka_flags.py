@@ -267,3 +267,26 @@ def test_without_files_or_paths_is_a_usage_error(kdump: Kdump) -> None:
     result = kdump("dump", "--deep-iteration")
     assert result.exit_code == 2
     assert "Missing --files" in result.stderr
+
+
+def test_decoder_classes_read_keys_as_kafkas_decoders_do(kdump: Kdump, part: Path) -> None:
+    api = "org.apache.kafka.tools.api."
+    result = kdump("dump", "--key-decoder-class", f"{api}IntegerDecoder", "--files", _log(part, 0))
+    assert result.exit_code == 0, result.stderr
+    record = result.stdout.splitlines()[3]
+    # The number is the key's first four bytes ("key-"), as Java's ByteBuffer.getInt reads them.
+    assert f" key: {int.from_bytes(b'key-', 'big', signed=True)} payload: value-0-" in record
+    # 3.x's tool takes the old names, with a note before each log; 4.x's no longer loads them.
+    old = "kafka.serializer.StringDecoder"
+    result = kdump("dump", "--kafka-version", "3.8", "--value-decoder-class", old, "--files", _log(part, 0))
+    assert result.stdout.splitlines()[1] == f"{old} is deprecated. Please use {api}StringDecoder instead"
+    assert result.stdout.splitlines()[2] == "Log starting offset: 0"
+    result = kdump("dump", "--value-decoder-class", old, "--files", _log(part, 0))
+    assert result.exit_code == 1
+    assert (
+        result.stderr
+        == 'Exception in thread "main" java.lang.RuntimeException: Failed to load decoder class\n'
+    )
+    result = kdump("dump", "--value-decoder-class", "com.example.AvroDecoder", "--files", _log(part, 0))
+    assert result.exit_code == 2
+    assert "cannot run the Java class com.example.AvroDecoder" in result.stderr

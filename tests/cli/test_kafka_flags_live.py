@@ -31,6 +31,13 @@ RUNS: list[tuple[str, list[str], str]] = [
     ("offsets decoder", ["--offsets-decoder"], "__consumer_offsets-0"),
     ("transaction log decoder", ["--transaction-log-decoder"], "__transaction_state-0"),
     ("metadata decoder", ["--cluster-metadata-decoder"], "__cluster_metadata-0"),
+    (
+        "decoder classes",
+        ["--key-decoder-class", "--value-decoder-class", "org.apache.kafka.tools.api.StringDecoder"],
+        "txn-*",
+    ),
+    # Kafka's LongDecoder dies on the first key shorter than 8 bytes, in the middle of a line.
+    ("long keys", ["--key-decoder-class", "org.apache.kafka.tools.api.LongDecoder"], "txn-1"),
 ]
 
 
@@ -69,5 +76,9 @@ def test_kdump_prints_what_kafka_44_prints(
     assert ours.exit_code == kafka.returncode, kafka_stderr[-2000:]
     assert ours.stdout_bytes == kafka.stdout, label
     root = f"{Path.cwd()}/"
+    if kafka.returncode:
+        # Kafka's tool died: its exception's line (kdump prints no Java stack trace).
+        assert ours.stderr.splitlines() == kafka_stderr.splitlines()[:1], label
+        return
     # The summaries after the last file, in Kafka's order across files (its hash map's order).
     assert ours.stderr.replace(root, "") == kafka_stderr.replace(root, ""), label
