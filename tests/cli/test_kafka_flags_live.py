@@ -36,12 +36,17 @@ RUNS: list[tuple[str, list[str], str]] = [
         ["--key-decoder-class", "--value-decoder-class", "org.apache.kafka.tools.api.StringDecoder"],
         "txn-*",
     ),
+    ("max bytes", ["--max-bytes", "100000", "--deep-iteration"], "c-none-0"),
+    ("bootstrap snapshot", ["--cluster-metadata-decoder"], "kafka-3.8.0/_logdir-files/bootstrap.checkpoint"),
     # Kafka's LongDecoder dies on the first key shorter than 8 bytes, in the middle of a line.
     ("long keys", ["--key-decoder-class", "org.apache.kafka.tools.api.LongDecoder"], "txn-1"),
 ]
 
 
 def _files(root: Path, partitions: str) -> list[str]:
+    """The segment files of the partitions matching a pattern, or one file named by its path."""
+    if "/" in partitions:
+        return [partitions] if (root / partitions).is_file() else []
     found: list[str] = []
     for corpus_dir in CORPUS_DIRS:
         for part in sorted((root / corpus_dir).glob(partitions)):
