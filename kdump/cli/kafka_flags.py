@@ -215,6 +215,9 @@ def run(kafka: dict[str, Any], paths: tuple[str, ...], max_bytes: int | None) ->
         else:
             sys.stdout.write(exc.partial)
         flush()
+        if not exc.java_class:
+            click.echo(f"kdump: {exc.message}", err=True)
+            sys.exit(1)
         message = f": {exc.message}" if exc.message else ""
         click.echo(f'Exception in thread "main" {exc.java_class}{message}', err=True)
         sys.exit(1)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdump.errors import DecodeError
+from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.filenames import parse_segment_file_name
 from kdump.formats.internal import decode_control_record, decode_with
@@ -66,7 +67,8 @@ class ToolOptions:
 
 
 class ToolAbort(Exception):
-    """Kafka's tool stops here with an uncaught exception (exit status 1)."""
+    """Kafka's tool stops here with an uncaught exception (exit status 1); without a Java class, kdump
+    cannot say which exception and says why it stops instead."""
 
     def __init__(self, java_class: str, message: str) -> None:
         super().__init__(f"{java_class}: {message}")
@@ -210,7 +212,7 @@ def dump_lines(arg: str, opts: ToolOptions, report: ToolReport) -> Iterator[str]
         )
     suffix = name[dot:]
     if suffix in (".log", ".checkpoint"):
-        yield from log_lines(path, opts, report)
+        yield from log_lines(path, shown, opts, report)
     elif suffix == ".index":
         yield from idx.index_lines(path, shown, opts, report)
     elif suffix == ".timeindex":
@@ -245,7 +247,7 @@ def _decoder_notes(opts: ToolOptions) -> Iterator[str]:
             yield f"{name} is deprecated. Please use {_API}{short} instead"
 
 
-def log_lines(path: Path, opts: ToolOptions, report: ToolReport) -> Iterator[str]:
+def log_lines(path: Path, shown: str, opts: ToolOptions, report: ToolReport) -> Iterator[str]:
     """A `.log` segment or a KRaft snapshot (`.checkpoint`): batches, and records when deep."""
     if opts.decoder is None:
         yield from _decoder_notes(opts)
@@ -267,24 +269,70 @@ def log_lines(path: Path, opts: ToolOptions, report: ToolReport) -> Iterator[str
     valid = 0
     previous = -1
     batch: BatchHeader | None = None
+    diverged = False
     with open_buffer(path) as buf:
         end = min(len(buf), opts.max_bytes)
         for ev in scan_log(buf, file=str(path), base_offset=base, deep=opts.deep):
             if isinstance(ev, BatchHeader):
                 # Kafka reads batch after batch and stops at the first that does not fit.
-                if ev.position != valid or ev.position + ev.size > end:
+                expected = next_batch_size(buf, valid, end, shown)
+                if expected is None:
+                    break
+                if ev.position != valid or ev.size != expected:
+                    diverged = True
                     break
                 batch = ev
                 valid += ev.size
                 yield batch_line(ev)
+            elif isinstance(ev, Finding) and opts.deep and batch is not None and ev.code in _UNREADABLE:
+                if ev.position == batch.position:
+                    # Kafka's tool dies in this batch, after printing the records it could read.
+                    raise ToolAbort(
+                        "",
+                        f"{shown}: the records of the batch at position {batch.position} do not decode "
+                        f"({ev.message}); Kafka's tool stops here with an exception kdump does not imitate",
+                    )
             elif isinstance(ev, Record) and batch is not None:
                 if (java or previous != -1) and ev.offset != previous + 1:
                     report.non_consecutive.add(path, (previous, ev.offset))
                 previous = ev.offset
                 yield record_line(ev, batch, opts)
+        else:
+            diverged = next_batch_size(buf, valid, end, shown) is not None
         size = len(buf)
+    if diverged:
+        # Kafka's tool would print a damaged batch here from whatever its header says; kdump does not
+        # imitate that (its own dump shows the damage as findings).
+        report.say(
+            f"kdump: {shown}: a damaged batch at position {valid} is not printed as Kafka's tool would"
+        )
+        return
     if size > valid and opts.max_bytes == INT_MAX:
         yield f"Found {size - valid} invalid bytes at the end of {path.name}"
+
+
+_UNREADABLE = frozenset(
+    {"codec-unavailable", "decompression-failed", "record-decode-failed", "record-count-mismatch"}
+)
+"""Findings of a batch whose records Kafka's deep iteration cannot read to the end."""
+
+
+def next_batch_size(data: memoryview, position: int, end: int, shown: str) -> int | None:
+    """The size of the batch Kafka's file iterator reads at `position` (None: it stops there).
+
+    Raises `ToolAbort` where Kafka's iterator throws: a size field below the smallest legacy message.
+    """
+    if position + 17 >= end:
+        return None
+    (size,) = struct.unpack_from(">i", data, position + 8)
+    if size < 14:
+        raise ToolAbort(
+            "org.apache.kafka.common.errors.CorruptRecordException",
+            f"Found record size {size} smaller than minimum record overhead (14) in file {shown}.",
+        )
+    if position > end - 12 - size:
+        return None
+    return int(size) + 12
 
 
 def record_line(r: Record, batch: BatchHeader, opts: ToolOptions) -> str:

@@ -20,6 +20,7 @@ from builders import SegmentBuilder, records
 from click.testing import Result
 from corpus import CORPUS_DIRS
 
+from kdump.formats.constants import Codec
 from kdump.render.kafka_tool import hash_map_order, shown_path
 
 Kdump = Callable[..., Result]
@@ -290,3 +291,20 @@ def test_decoder_classes_read_keys_as_kafkas_decoders_do(kdump: Kdump, part: Pat
     result = kdump("dump", "--value-decoder-class", "com.example.AvroDecoder", "--files", _log(part, 0))
     assert result.exit_code == 2
     assert "cannot run the Java class com.example.AvroDecoder" in result.stderr
+
+
+def test_records_that_do_not_decode_stop_the_run_with_kdumps_reason(kdump: Kdump, tmp_path: Path) -> None:
+    seg = SegmentBuilder()
+    seg.add_v2(records(3))
+    seg.add_v2(records(20), codec=Codec.GZIP)
+    log = seg.write(tmp_path / "zipped-0")
+    data = bytearray(log.read_bytes())
+    data[-6] ^= 0xFF  # in the gzip trailer's checksum
+    log.write_bytes(bytes(data))
+    shallow = kdump("dump", "--files", str(log))
+    assert shallow.exit_code == 0
+    assert len(shallow.stdout.splitlines()) == 4
+    deep = kdump("dump", "--deep-iteration", "--files", str(log))
+    assert deep.exit_code == 1
+    assert deep.stdout.splitlines()[-1].startswith("baseOffset: 3 ")
+    assert "Kafka's tool stops here with an exception kdump does not imitate" in deep.stderr

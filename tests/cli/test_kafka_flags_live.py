@@ -87,3 +87,47 @@ def test_kdump_prints_what_kafka_44_prints(
         return
     # The summaries after the last file, in Kafka's order across files (its hash map's order).
     assert ours.stderr.replace(root, "") == kafka_stderr.replace(root, ""), label
+
+
+def _damaged(src: Path, how: str) -> bytes:
+    """A copy of a real segment, damaged the way crashes and disks damage them."""
+    data = bytearray(src.read_bytes())
+    first = int.from_bytes(data[8:12], "big") + 12
+    if how == "zero tail":  # preallocated or never written after a crash
+        return bytes(data) + bytes(4096)
+    if how == "torn tail":
+        return bytes(data[:-100])
+    if how == "zeros between batches":
+        return bytes(data[:first]) + bytes(40) + bytes(data[first:])
+    if how == "flipped byte":  # in the first batch's checksum: it fails, the records still read
+        data[17] ^= 0x20
+        return bytes(data)
+    raise AssertionError(how)
+
+
+@pytest.mark.parametrize("how", ["zero tail", "torn tail", "zeros between batches", "flipped byte"])
+@pytest.mark.parametrize("flags", [[], ["--deep-iteration", "--print-data-log"]], ids=["shallow", "deep"])
+def test_damaged_segments_end_as_kafka_44s_tool_ends(
+    kafka_newest: Release,
+    kdump: Kdump,
+    corpus_root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    how: str,
+    flags: list[str],
+) -> None:
+    logs = sorted((corpus_root / "kafka-3.8.0").glob("c-none-0/*.log"))
+    logs = [log for log in logs if log.stat().st_size > 20_000]
+    if not logs:
+        pytest.skip("no segment of c-none-0 in this corpus")
+    part = tmp_path / "damaged-0"
+    part.mkdir()
+    (part / logs[0].name).write_bytes(_damaged(logs[0], how))
+    monkeypatch.chdir(tmp_path)
+    listed = f"damaged-0/{logs[0].name}"
+    cmd = java_command(kafka_newest, dump_log_class(kafka_newest), *flags, "--files", listed, heap="512m")
+    kafka = subprocess.run(cmd, capture_output=True, check=False, timeout=300)
+    ours = kdump("dump", *flags, "--files", listed)
+    assert ours.exit_code == kafka.returncode
+    assert ours.stdout_bytes == kafka.stdout
+    assert ours.stderr.splitlines() == kafka.stderr.decode().splitlines()[:1]
