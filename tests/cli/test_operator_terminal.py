@@ -92,3 +92,10 @@ def test_a_mistyped_option_gets_the_close_match(kdump: Kdump, part: Path) -> Non
     assert result.exit_code == 2
     # click's own suggestion, now that the flag exists: '--deep-iteration' first.
     assert "Did you mean one of: '--deep-iteration'," in result.stderr
+
+
+def test_schema_order_is_read_in_any_case(kdump: Kdump, part: Path) -> None:
+    result = kdump(
+        "dump", "--value-type", "RAW", "--schema-order", "Files,TOPIC", "--format", "json", str(part)
+    )
+    assert result.exit_code == 0, result.stderr
