@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import tiered_corpus
 from builders import SegmentBuilder, records
 from click.testing import Result
 from corpus import CORPUS_DIRS
@@ -131,6 +132,46 @@ def test_every_corpus_oracle_is_reproduced_by_kafkas_flags(
         kinds.add(oracle.name.split(".", 1)[1].removesuffix(".gz"))
     # Every kind of oracle the corpus has was compared (the subset has fewer kinds than the full corpus).
     assert {"log.shallow.txt", "log.deep.txt", "index.dump.txt"} <= kinds
+
+
+def test_the_tiered_corpus_oracles_of_kafka_39_and_44_are_reproduced(
+    kdump: Kdump, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bundled tiered-storage corpus holds oracles of Kafka 3.9.1's (Scala) and 4.4.0's (Java) tools,
+    the remote log metadata decoder's included, on broker output and on hand-made records Kafka refuses."""
+    root = tiered_corpus.tiered_root(tmp_path_factory.getbasetemp())
+    monkeypatch.chdir(root)
+    runs: list[tuple[str, str, Path]] = []
+    for version in tiered_corpus.VERSIONS:
+        base = tiered_corpus.corpus_dir(root, version)
+        for part in sorted(p for p in (base / "expected").iterdir() if p.is_dir() and p.name != "_remote"):
+            runs += [(version, f"{base.name}/{part.name}", o) for o in sorted(part.glob("*.txt"))]
+        synthetic = root / "synthetic" / "expected"
+        runs += [
+            (version, "synthetic/__remote_log_metadata-0", o)
+            for o in synthetic.glob(f"*.kafka-{version}.txt")
+        ]
+    compared = 0
+    for version, part, oracle in runs:
+        found = _flags(oracle.with_name(oracle.name.replace(f".kafka-{version}", "")))
+        if found is None:
+            continue
+        file, flags = found
+        result = kdump("dump", "--kafka-version", version, *flags, "--files", f"{part}/{file}")
+        assert result.stdout_bytes == oracle.read_bytes(), oracle
+        assert _relative(result.stderr) == _relative(_kafka_stderr_text(oracle)), oracle
+        compared += 1
+    assert compared >= 70
+
+
+def _kafka_stderr_text(oracle: Path) -> str:
+    path = _sibling(oracle, ".stderr")
+    return path.read_text() if path.exists() else ""
+
+
+def _relative(stderr: str) -> str:
+    """Kafka's absolute paths (of the machine that ran it, or of this test) from the corpus on."""
+    return re.sub(r"/\S*?/(?=kafka-[\d.]+-tiered/|synthetic/)", "", stderr)
 
 
 def test_paths_are_shown_as_javas_file_shows_them() -> None:
