@@ -98,8 +98,8 @@ class LazyGroup(click.Group):
 def cli() -> None:
     """Forensic dump, verify and repair for Apache Kafka's on-disk logs.
 
-    Exit codes: 0 ok, 1 findings at or above --fail-on (verify), changes pending (dry run) or
-    replicas that diverge (compare),
+    Exit codes: 0 ok, 1 findings at or above --fail-on (verify), changes pending (dry run),
+    replicas that diverge (compare) or where Kafka's tool would die (dump with Kafka's flags),
     2 usage error, 3 a path could not be read or written, 4 repair refused (broker lock held),
     70 internal error (a bug: KDUMP_DEBUG=1 shows the traceback), 130 interrupted (Ctrl-C),
     141 output closed before verify or a repair finished (a dump whose reader stops exits 0).
