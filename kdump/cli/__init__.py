@@ -59,6 +59,22 @@ class LazyGroup(click.Group):
         self.invoked = name
         return name, command, rest
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Parse; Kafka's kafka-dump-log.sh flags given to kdump itself are pointed to `kdump dump`."""
+        given = list(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            from kdump.cli.kafka_flags import kafka_flag_names
+
+            if exc.option_name in kafka_flag_names():
+                raise click.UsageError(
+                    f"{exc.option_name} is a flag of Kafka's kafka-dump-log.sh: kdump takes it after 'dump' "
+                    f"(kdump dump {' '.join(given)}).",
+                    ctx,
+                ) from None
+            raise
+
     def invoke(self, ctx: click.Context) -> object:
         """Run the command; a closed stdout and Ctrl-C leave click's handling for `main`'s."""
         try:

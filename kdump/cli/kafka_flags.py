@@ -132,6 +132,13 @@ def kafka_flags(fn: F) -> F:
     return decorated  # type: ignore[no-any-return]
 
 
+def kafka_flag_names() -> set[str]:
+    """Every flag of Kafka's tool that `kdump dump` takes (`--files`, `--deep-iteration`, ...)."""
+    return {"--" + name.replace("_", "-") for name in _KAFKA_PARAMS if name != "kafka_version"} | {
+        "--max-bytes"
+    }
+
+
 def _refuse_kdump_options(ctx: click.Context) -> None:
     """kdump's own options have no place in Kafka's text: say which one, as a usage error."""
     for param in ctx.command.params:

@@ -99,3 +99,15 @@ def test_schema_order_is_read_in_any_case(kdump: Kdump, part: Path) -> None:
         "dump", "--value-type", "RAW", "--schema-order", "Files,TOPIC", "--format", "json", str(part)
     )
     assert result.exit_code == 0, result.stderr
+
+
+def test_kafkas_flags_given_to_kdump_itself_point_to_dump(kdump: Kdump) -> None:
+    result = kdump("--deep-iteration", "--print-data-log", "--files", "x.log")
+    assert result.exit_code == 2
+    assert (
+        "--deep-iteration is a flag of Kafka's kafka-dump-log.sh: kdump takes it after 'dump' "
+        "(kdump dump --deep-iteration --print-data-log --files x.log)."
+    ) in result.stderr
+    other = kdump("--nope")
+    assert other.exit_code == 2
+    assert "No such option '--nope'." in other.stderr
