@@ -44,10 +44,36 @@ class LazyGroup(click.Group):
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        """Find the command, and remember its name."""
-        name, command, rest = super().resolve_command(ctx, args)
+        """Find the command, and remember its name; an unknown name gets the close matches."""
+        typed = args[0] if args else ""
+        if typed and not typed.startswith("-") and typed not in COMMANDS and typed.lower() in COMMANDS:
+            # Commands are printed in lower case; `kdump VERIFY` means verify.
+            args = [typed.lower(), *args[1:]]
+        try:
+            name, command, rest = super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            close = close_commands(typed)
+            if not close or typed.startswith("-"):
+                raise
+            raise click.UsageError(f"{exc.message} Did you mean {_either(close)}?", ctx) from None
         self.invoked = name
         return name, command, rest
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Parse; Kafka's kafka-dump-log.sh flags given to kdump itself are pointed to `kdump dump`."""
+        given = list(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            from kdump.cli.kafka_flags import kafka_flag_names
+
+            if exc.option_name in kafka_flag_names():
+                raise click.UsageError(
+                    f"{exc.option_name} is a flag of Kafka's kafka-dump-log.sh: kdump takes it after 'dump' "
+                    f"(kdump dump {' '.join(given)}).",
+                    ctx,
+                ) from None
+            raise
 
     def invoke(self, ctx: click.Context) -> object:
         """Run the command; a closed stdout and Ctrl-C leave click's handling for `main`'s."""
@@ -88,8 +114,8 @@ class LazyGroup(click.Group):
 def cli() -> None:
     """Forensic dump, verify and repair for Apache Kafka's on-disk logs.
 
-    Exit codes: 0 ok, 1 findings at or above --fail-on (verify), changes pending (dry run) or
-    replicas that diverge (compare),
+    Exit codes: 0 ok, 1 findings at or above --fail-on (verify), changes pending (dry run),
+    replicas that diverge (compare) or where Kafka's tool would die (dump with Kafka's flags),
     2 usage error, 3 a path could not be read or written, 4 repair refused (broker lock held),
     70 internal error (a bug: KDUMP_DEBUG=1 shows the traceback), 130 interrupted (Ctrl-C),
     141 output closed before verify or a repair finished (a dump whose reader stops exits 0).
@@ -100,6 +126,21 @@ def cli() -> None:
       eval "$(_KDUMP_COMPLETE=zsh_source kdump)"      # zsh, in ~/.zshrc
       _KDUMP_COMPLETE=fish_source kdump | source      # fish
     """
+
+
+def close_commands(typed: str) -> list[str]:
+    """The commands a mistyped name may have meant: close spellings, then names it begins."""
+    import difflib
+
+    names = list(COMMANDS)
+    close = difflib.get_close_matches(typed.lower(), names, n=3, cutoff=0.6)
+    close += [n for n in names if typed and n.startswith(typed.lower()) and n not in close]
+    return close
+
+
+def _either(names: list[str]) -> str:
+    quoted = [f"'{n}'" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 import click
 
 from kdump.cli.exit_codes import ExitCode
+from kdump.cli.kafka_flags import kafka_flags
 from kdump.cli.output import (
     UNCHECKED_CODES,
     diag,
@@ -41,13 +42,13 @@ TABLE_MAX_LOG_BYTES = 4 << 20
 
 
 @click.command("dump")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))
+@click.argument("paths", nargs=-1, required=False, type=click.Path(readable=False))
 @click.option(
     "--records", is_flag=True, help="Also show every record (offset, timestamp, key, value, headers)."
 )
 @click.option(
     "--encoding",
-    type=click.Choice(ENCODINGS),
+    type=click.Choice(ENCODINGS, case_sensitive=False),
     default="utf8",
     show_default=True,
     help="How keys, values and header values are shown (utf8 escapes invalid bytes as \\xNN).",
@@ -72,7 +73,7 @@ TABLE_MAX_LOG_BYTES = 4 << 20
 )
 @click.option(
     "--decode",
-    type=click.Choice(DECODERS),
+    type=click.Choice(DECODERS, case_sensitive=False),
     default="auto",
     show_default=True,
     help="Decoder for internal topics' records; auto chooses by partition directory name.",
@@ -91,6 +92,7 @@ TABLE_MAX_LOG_BYTES = 4 << 20
 )
 @payload_options
 @dump_format_option
+@kafka_flags
 def dump_command(
     paths: tuple[str, ...],
     records: bool,

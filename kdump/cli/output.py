@@ -26,7 +26,7 @@ def format_option(fn: F) -> F:
     return click.option(
         "--format",
         "fmt",
-        type=click.Choice(FORMATS),
+        type=click.Choice(FORMATS, case_sensitive=False),
         default=None,
         help="Output format: text, json (JSON Lines) or rich (tables). Default: rich on a terminal, else text.",
     )(fn)
@@ -40,7 +40,7 @@ def dump_format_option(fn: F) -> F:
     return click.option(
         "--format",
         "fmt",
-        type=click.Choice(DUMP_FORMATS),
+        type=click.Choice(DUMP_FORMATS, case_sensitive=False),
         default=None,
         help=(
             "Output format: text, json (JSON Lines), rich (tables) or kcat (records as `kcat -C -J` "
@@ -158,7 +158,7 @@ def engine_options(fn: F) -> F:
     fn = click.option("--master", help="With --engine spark: the Spark master URL (default local[*]).")(fn)
     return click.option(
         "--engine",
-        type=click.Choice(["local", "spark"]),
+        type=click.Choice(["local", "spark"], case_sensitive=False),
         default="local",
         show_default=True,
         help="Run locally, or on Spark for fleets of log dirs (needs kdump[spark]).",

@@ -59,12 +59,12 @@ def payload_options(fn: F) -> F:
         ),
         click.option(
             "--value-type",
-            type=click.Choice(TYPES),
+            type=click.Choice(TYPES, case_sensitive=False),
             help=f"Decode values as: {_TYPE_HELP} Default: registry when a schema source is given, else raw.",
         ),
         click.option(
             "--key-type",
-            type=click.Choice(TYPES),
+            type=click.Choice(TYPES, case_sensitive=False),
             help="Decode keys as (see --value-type). Default: registry when a schema source is given, else raw.",
         ),
     ]
@@ -98,7 +98,7 @@ def build_payload_options(
         if not sep or not name or not path:
             raise click.BadParameter(f"{item!r} is not ID=PATH or SUBJECT=PATH", param_hint="--schema-file")
         files.append((name, path))
-    order = tuple(s.strip() for s in schema_order.split(",") if s.strip())
+    order = tuple(s.strip().lower() for s in schema_order.split(",") if s.strip())
     if not order or any(s not in SOURCES for s in order) or len(set(order)) != len(order):
         raise click.BadParameter(
             f"{schema_order!r}: give some of {', '.join(SOURCES)}, comma-separated",

@@ -33,7 +33,7 @@ from kdump.render.rows import ENCODINGS
 )
 @click.option(
     "--encoding",
-    type=click.Choice(ENCODINGS),
+    type=click.Choice(ENCODINGS, case_sensitive=False),
     default="utf8",
     show_default=True,
     help="How keys, values and header values are written in records.jsonl (utf8 escapes invalid bytes as "

@@ -18,7 +18,7 @@ from kdump.errors import KdumpError
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(["text", "json"], case_sensitive=False),
     default="text",
     show_default=True,
     help="Output format: text, or json (JSON Lines).",

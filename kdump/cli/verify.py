@@ -34,7 +34,7 @@ from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
 @click.option("--deep", is_flag=True, help="Also decompress and decode every record.")
 @click.option(
     "--fail-on",
-    type=click.Choice(["info", "warning", "error"]),
+    type=click.Choice(["info", "warning", "error"], case_sensitive=False),
     default="error",
     show_default=True,
     help="Exit 1 when a finding has this severity or worse.",

@@ -336,6 +336,7 @@ def decode_remote_log_metadata_record(value: Buffer | None) -> DecodedRecord:
         )
     try:
         text = format_payload(api_key, decoded.data)
+        text3 = format_payload(api_key, decoded.data, txn_index_empty=False)
     except _Refused as exc:
         return _unknown(
             data, f"Kafka refuses this {msg.name}: {exc}", str(exc), name=msg.name, value=value_dict
@@ -346,6 +347,8 @@ def decode_remote_log_metadata_record(value: Buffer | None) -> DecodedRecord:
         record=msg.name,
         key=None,
         value=value_dict,
-        oracle=OracleText(payload=text),
+        # Kafka 3.9's tool (3.x style) prints no txnIdxEmpty; 4.x's does.
+        oracle=OracleText(payload=text3),
+        oracle4=OracleText(payload=text),
         value_unknown_tagged_fields=decoded.unknown_tagged_fields,
     )
