@@ -857,7 +857,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--corpus", type=Path, help="corpus root (default: full corpus, else the bundled subset)"
     )
-    parser.add_argument("--write-readme", action="store_true", help="rewrite tests/README.md between the markers")
+    parser.add_argument(
+        "--write-readme", action="store_true", help="rewrite tests/README.md between the markers"
+    )
     parser.add_argument("--failures", action="store_true", help="also list every case that failed")
     args = parser.parse_args(argv)
     from corpus import available_corpus_root, full_corpus_available, is_subset
