@@ -146,6 +146,7 @@ _BELOW_RECOVERY_POINT = (
 )
 KNOWN: dict[tuple[str, str], str] = {
     ("cut", "flip-middle-flushed"): _BELOW_RECOVERY_POINT,
+    ("dropped", "flip-middle-flushed"): _BELOW_RECOVERY_POINT,
     ("end", "flip-middle-flushed"): _BELOW_RECOVERY_POINT,
     ("bytes", "flip-middle-flushed"): _BELOW_RECOVERY_POINT,
 }
