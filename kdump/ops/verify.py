@@ -13,20 +13,18 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, Severity, make_finding
-from kdump.formats import checkpoints
 from kdump.formats.txn_index import AbortedTxn, TxnIndexContents
 from kdump.model.entries import file_kind
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
+from kdump.ops.epoch_checks import check_leader_epochs
 from kdump.ops.remote_cache_check import remote_index_cache_report
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.ops.state_checks import TEXT_DECODERS, check_snapshot, check_text_state
 from kdump.ops.tiered import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
 from kdump.scan.index_checks import check_txn_index
-from kdump.scan.source import read_small_file
 from kdump.store.queries import listing_findings, partition_listing_findings
 
 # Below this much log data a process pool costs more than it saves.
@@ -368,7 +366,7 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
     f = report.findings
     f.extend(_check_overlaps(results))
     f.extend(check_transactions(results))
-    f.extend(_check_leader_epochs(part, results))
+    f.extend(check_leader_epochs(part, results))
     for p in part.leftovers:
         f.append(
             make_finding(
@@ -452,48 +450,3 @@ def check_transactions(results: Sequence[SegmentResult]) -> Iterator[Finding]:
             continue
         label = str(r.segment.txnindex)
         yield from check_txn_index(r.txn_index or TxnIndexContents((), 0), expected, label)
-
-
-def _check_leader_epochs(part: PartitionDir, results: Sequence[SegmentResult]) -> Iterator[Finding]:
-    path = part.leader_epoch_checkpoint
-    if path is None:
-        return
-    try:
-        checkpoint = checkpoints.decode_leader_epoch_checkpoint(read_small_file(path))
-    except (DecodeError, KdumpError, ValueError) as exc:
-        yield make_finding("checkpoint-corrupt", str(path), str(exc))
-        return
-    starts = {e.epoch: e.start_offset for e in checkpoint.entries}
-    seen: dict[int, int] = {}
-    for r in results:
-        for epoch, first in r.epochs:
-            seen.setdefault(epoch, first)
-    log_end = max(
-        (r.summary.last_offset for r in results if r.summary and r.summary.last_offset is not None),
-        default=None,
-    )
-    for epoch, first in sorted(seen.items()):
-        if epoch not in starts:
-            yield make_finding(
-                "leader-epoch-mismatch",
-                str(path),
-                f"batches from offset {first} carry leader epoch {epoch}, which the checkpoint does not list",
-                offset=first,
-            )
-        elif starts[epoch] > first:
-            yield make_finding(
-                "leader-epoch-mismatch",
-                str(path),
-                f"the checkpoint starts epoch {epoch} at offset {starts[epoch]}, but batches carry it from {first}",
-                offset=first,
-            )
-    # A --max-bytes read does not know the log end: epochs past what it read are not judged.
-    if log_end is not None and not any(r.summary is not None and r.summary.partial for r in results):
-        for e in checkpoint.entries:
-            if e.start_offset > log_end + 1:
-                yield make_finding(
-                    "leader-epoch-mismatch",
-                    str(path),
-                    f"the checkpoint starts epoch {e.epoch} at offset {e.start_offset}, past the log end {log_end + 1}",
-                    offset=e.start_offset,
-                )

@@ -133,10 +133,16 @@ def check_index_slots(
 
 
 def check_offset_index(
-    contents: OffsetIndexContents, table: BatchTable, valid_bytes: int, file: str
+    contents: OffsetIndexContents, table: BatchTable, valid_bytes: int, file: str, log_size: int | None = None
 ) -> Iterator[Finding]:
-    """Check an offset index against the batches; see the module docstring for the rule."""
+    """Check an offset index against the batches; see the module docstring for the rule.
+
+    `log_size`: the length of the `.log`. When it is above `valid_bytes`, the log is damaged there
+    (a finding of its own, whose repair rebuilds the indexes): entries pointing into those bytes
+    are what the index said before the damage, not a fault of the index, and are not reported.
+    """
     base = contents.base_offset
+    damaged_end = log_size if log_size is not None and log_size > valid_bytes else valid_bytes
     yield from check_index_slots(contents, 8, file, "index-not-monotonic")
     prev_offset = prev_position = -1
     reported_order = False
@@ -157,6 +163,8 @@ def check_offset_index(
             )
             reported_order = True
         prev_offset, prev_position = offset, position
+        if valid_bytes <= position < damaged_end:
+            continue
         if position >= valid_bytes:
             beyond.append((at, offset, position))
             continue
@@ -199,8 +207,14 @@ def check_offset_index(
         )
 
 
-def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) -> Iterator[Finding]:
-    """Check a time index against the batches (see the module docstring)."""
+def check_time_index(
+    contents: TimeIndexContents, table: BatchTable, file: str, damaged: bool = False
+) -> Iterator[Finding]:
+    """Check a time index against the batches (see the module docstring).
+
+    `damaged`: the log is damaged after its valid prefix (a finding of its own, whose repair rebuilds
+    the indexes), so entries naming offsets past that prefix are not reported.
+    """
     base = contents.base_offset
     yield from check_index_slots(contents, 12, file, "time-index-out-of-order")
     prev_ts = prev_offset = -1
@@ -244,7 +258,7 @@ def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) 
                 offset=offset,
                 log_timestamp=span.max_timestamp,
             )
-    if missing:
+    if missing and not damaged:
         at, timestamp, offset = missing[0]
         last_valid = table.last_offsets[-1] if table.last_offsets else None
         yield make_finding(
