@@ -273,6 +273,14 @@ def _roll_at_kill(part: Path, small_batches: int) -> Path:
             fh.truncate(used * size)  # LogSegment.onBecomeInactiveSegment trims to the entries
     data = (closed.with_suffix(".log")).read_bytes()
     entries = log_entries(data)
+    # ... after a final time index entry for the largest timestamp, when it is not the last one yet.
+    timeindex = closed.with_suffix(".timeindex")
+    last_ts = index_entries(timeindex.read_bytes(), "timeindex")[-1][0]
+    top = max(entries, key=lambda e: e.max_timestamp)
+    if top.max_timestamp > last_ts:
+        timeindex.write_bytes(
+            timeindex.read_bytes() + struct.pack(">qi", top.max_timestamp, top.last_offset - 8074)
+        )
     next_offset = entries[-1].last_offset + 1
     out = bytearray()
     for e in entries[:small_batches]:
