@@ -442,7 +442,11 @@ _KINDS = [
         Consequence.LOSES,
         "partition",
         "The leader-epoch-checkpoint disagrees with the leader epochs in the batches: an epoch that "
-        "starts at a different offset, or epochs in the log missing from the checkpoint.",
+        "starts at a different offset, or epochs in the log missing from the checkpoint. Batches below "
+        "the log start offset are not judged and the checkpoint is compared as the broker truncates it "
+        "there (DeleteRecords, retention): the start offset is the log dir's log-start-offset-checkpoint, "
+        "the metadata log's oldest snapshot or, with neither, the checkpoint's first entry when the "
+        "batches agree its epoch was in force there.",
         "Followers truncate to the wrong offset after a leader change (KIP-101).",
         None,
     ),

@@ -7,11 +7,14 @@ snapshot that became the oldest; and it truncates again when it loads the log. S
 are not judged, the epoch in force at L is compared as starting at L, and the checkpoint is compared
 after the same truncation.
 
-L is, in order: the log dir's `log-start-offset-checkpoint` entry (or the first segment's base
-offset when the log dir has that file but no entry, as the broker does); for the metadata log, the
-oldest snapshot's offset; and, when neither is known (a partition directory without its log dir),
-the checkpoint's own first start offset when the batches agree that its epoch was in force there,
-since a truncated checkpoint is then exactly what the broker would have written.
+L is the log dir's `log-start-offset-checkpoint` entry, or for the metadata log its oldest
+snapshot's offset, or else the first batch; raised to the checkpoint's own first start offset when
+the batches agree that its epoch was in force there. The broker writes a truncated epoch checkpoint
+at once but its log start checkpoint only once a minute (and at a clean shutdown, after which the
+recorded start is trusted), and a partition may be given without its log dir: such a checkpoint is
+exactly what a healthy broker leaves, so only what no truncation
+explains is a mismatch (an epoch above the start missing or starting late, a first entry whose epoch
+the batches did not have there, an entry past the log end).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from kdump.ops.segment_check import SegmentResult
 from kdump.scan.source import read_small_file
 
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 
 Entries = list[tuple[int, int]]  # (epoch, start offset)
 
@@ -80,22 +84,27 @@ def _in_force(seen: dict[int, int], offset: int) -> int | None:
 def log_start_offset(part: PartitionDir, entries: Entries, seen: dict[int, int]) -> tuple[int | None, str]:
     """The log start offset the checkpoint is judged at, and where it comes from (for messages)."""
     first = min(seen.values(), default=None)
+    start, source = first, "the first batch"
     has_file, recorded = log_dir_log_start(part)
-    if has_file:
-        if recorded is None:
-            return first, "the first batch"
-        return (recorded if first is None else max(recorded, first)), f"the {LOG_START_CHECKPOINT}"
     snapshot = _oldest_snapshot(part)
-    if snapshot is not None:
-        return (snapshot if first is None else max(snapshot, first)), "the oldest snapshot"
+    if has_file and recorded is not None:
+        start, source = (recorded if first is None else max(recorded, first)), f"the {LOG_START_CHECKPOINT}"
+    elif snapshot is not None:
+        start, source = (snapshot if first is None else max(snapshot, first)), "the oldest snapshot"
+    # The broker flushes a truncated epoch checkpoint at once, its log start checkpoint once a
+    # minute (and at a clean shutdown): unless the log dir was shut down cleanly, a checkpoint
+    # truncated above the recorded start, at an offset where the batches had its first epoch in
+    # force, is what it writes, and a lagging file does not contradict it.
+    clean = has_file and recorded is not None and (part.path.parent / CLEAN_SHUTDOWN).exists()
     if (
-        entries
-        and first is not None
-        and entries[0][1] > first
+        not clean
+        and entries
+        and start is not None
+        and entries[0][1] > start
         and _in_force(seen, entries[0][1]) == entries[0][0]
     ):
-        return entries[0][1], "the checkpoint's first entry (no log-start-offset-checkpoint to say otherwise)"
-    return first, "the first batch"
+        return entries[0][1], "the checkpoint's first entry, where the broker truncated it"
+    return start, source
 
 
 def check_leader_epochs(part: PartitionDir, results: Sequence[SegmentResult]) -> Iterator[Finding]:

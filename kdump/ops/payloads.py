@@ -69,7 +69,6 @@ class PayloadDecoder:
         self.catalog = catalog if catalog is not None else SchemaCatalog()
         self.json = values.JsonWriter(encoding)
         self._schemas: dict[SchemaRef, _Schema | DecodeError | None] = {}
-        # For the common case, by prefixed id: (payload -> JSON, schema id, format) of live schemas.
         # For the common case, by prefixed id, of live schemas: the compiled path (or None), the
         # reference (payload -> JSON), the schema id and the format; and the last one used, by prefix.
         self._fast: dict[int, _Fast] = {}
@@ -128,6 +127,15 @@ class PayloadDecoder:
                 return None  # the general way reports it
         self.tally.decoded[last[4]] += 1
         return text, last[3], last[4]
+
+    def last_common(self) -> tuple[bytes, Callable[[bytes], bytes | None], int | None, str] | None:
+        """The common case `fast_value` took last, when it has a compiled path: its 5-byte prefix,
+        the compiled decoder, the schema id and the format. A caller that decodes values carrying
+        that prefix itself must count them in `tally.decoded[format]`."""
+        last = self._last
+        if last is None or last[1] is None:
+            return None
+        return last[0], last[1], last[3], last[4]
 
     def _side(
         self,

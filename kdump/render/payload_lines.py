@@ -202,28 +202,50 @@ def _fast_json(decoder: PayloadDecoder, file_json: str, encoding: str) -> Any:
             f',"position":{h.position},"timestamp":',
             f',"timestamp_type":"{"LogAppendTime" if h.timestamp_type == 1 else "CreateTime"}","key":',
         )
-        for i, r in enumerate(recs):
-            k, v = r.key, r.value
-            if r.headers or v is None or r.crc is not None:
-                return recs[i:]
-            if key_len < 0:
-                kj = _bytes_json(k, encoding)
-            elif k is not None and len(k) == key_len:
-                kj = str(int.from_bytes(k, "big", signed=True))
-            else:
-                return recs[i:]
-            got = fast_value(v)
-            if got is None:
-                return recs[i:]
-            text, sid, fmt = got
-            if key_len > 0:
-                tally.decoded[key_kind] += 1
-            append(
-                f'{head[0]}{r.offset}{head[1]}{r.timestamp}{head[2]}{kj},"value":{text.decode()},"headers":[],'
-                f'"sequence":{r.sequence},"key_size":{-1 if k is None else len(k)},"value_size":{len(v)},'
-                f'"key_schema_id":null,"value_schema_id":{"null" if sid is None else sid},'
-                f'"key_format":{key_format},"value_format":"{fmt}"}}'
-            )
-        return []
+        decoded = tally.decoded
+        keys = 0
+        # The value's common case inlined: the prefix, compiled decoder, schema id and format that
+        # fast_value took last (values of one schema follow each other), counted here in `same`.
+        common = decoder.last_common()
+        same = 0
+        try:
+            for i, r in enumerate(recs):
+                k, v = r.key, r.value
+                if r.headers or v is None or r.crc is not None:
+                    return recs[i:]
+                if key_len < 0:
+                    kj = _bytes_json(k, encoding)
+                elif k is not None and len(k) == key_len:
+                    kj = str(int.from_bytes(k, "big", signed=True))
+                else:
+                    return recs[i:]
+                text = None
+                if common is not None and v.startswith(common[0]):
+                    text = common[1](v)
+                    if text is not None:
+                        same += 1
+                        sid, fmt = common[2], common[3]
+                if text is None:
+                    got = fast_value(v)
+                    if got is None:
+                        return recs[i:]
+                    text, sid, fmt = got
+                    if common is not None and same:
+                        decoded[common[3]] += same
+                        same = 0
+                    common = decoder.last_common()
+                keys += 1
+                append(
+                    f'{head[0]}{r.offset}{head[1]}{r.timestamp}{head[2]}{kj},"value":{text.decode()},"headers":[],'
+                    f'"sequence":{r.sequence},"key_size":{-1 if k is None else len(k)},"value_size":{len(v)},'
+                    f'"key_schema_id":null,"value_schema_id":{"null" if sid is None else sid},'
+                    f'"key_format":{key_format},"value_format":"{fmt}"}}'
+                )
+            return []
+        finally:
+            if common is not None and same:
+                decoded[common[3]] += same
+            if key_len > 0 and keys:
+                decoded[key_kind] += keys
 
     return lines

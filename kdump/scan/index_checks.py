@@ -115,12 +115,13 @@ def check_index_slots(
     if not contents.zero_tail_entries:
         return
     if contents.zero_tail_is_zero:
+        slots = contents.slot_count - real
         yield make_finding(
             "index-preallocated-tail",
             file,
-            f"{contents.zero_tail_entries} zero-filled preallocated slots after {real} entries",
+            f"{slots} zero-filled preallocated slots after {real} entries",
             position=real * entry_size,
-            slots=contents.zero_tail_entries,
+            slots=slots,
         )
     else:
         yield make_finding(

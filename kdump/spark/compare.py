@@ -162,7 +162,7 @@ def fleet_compare_frame(spark: Any, paths: Sequence[str]) -> Any:
 
 def run_fleet_compare(paths: Sequence[str], *, master: str | None = None) -> FleetComparison:
     """`kdump compare --engine spark`: the rows, collected on the driver in partition order."""
-    from kdump.spark.fleet import spark_session
+    from kdump.spark.session import spark_session
 
     spark, created = spark_session(master)
     try:

@@ -15,8 +15,6 @@ Paths are opened by the executors as given: on a cluster they must be absolute a
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
@@ -27,7 +25,7 @@ from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.segment_check import SegmentResult, check_segment
 from kdump.ops.verify import PartitionReport, Plan, VerifyOptions, assemble, plan_verify, unit_report
-from kdump.spark.workers import worker_python
+from kdump.spark.session import spark_session
 from kdump.store.locations import archive_split, is_url
 from kdump.store.queries import listing_findings
 
@@ -173,31 +171,6 @@ def verify_units(sc: Any, units: Sequence[FleetUnit], options: VerifyOptions) ->
     groups = max(1, min(len(units), parallelism * 4))
     built = tagged.groupByKey(groups).mapPartitions(_build_reports).collect()
     return [report for _unit, report in sorted(built, key=lambda t: t[0])]
-
-
-def spark_session(master: str | None) -> tuple[Any, bool]:
-    """The running SparkSession, or a new one on `master` (default `local[*]`); and whether it is new.
-
-    For a local master the workers run this very Python (`PYSPARK_PYTHON`, unless already set), so
-    they find kdump and pyarrow.
-    """
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    if SparkContext._active_spark_context is not None:
-        return SparkSession.builder.getOrCreate(), False
-    url = master or "local[*]"
-    if url.startswith("local"):
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master(url)
-        .appName("kdump verify")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    worker_python(spark)
-    return spark, True
 
 
 def run_fleet_verify(

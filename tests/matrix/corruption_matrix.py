@@ -43,9 +43,9 @@ Kafka's):
   `partial-trailing-batch` (17 bytes or fewer) or the framing error the garbage's length and magic give
   (`invalid-batch-length`, `unsupported-magic`, `crc-mismatch`); `valid_bytes` is the old end.
 
-`python tests/matrix/corruption_matrix.py` prints the Markdown table of the results (the README's
+`python tests/matrix/corruption_matrix.py` prints the Markdown table of the results (the tests README's
 reliability section between `<!-- matrix:start -->` and `<!-- matrix:end -->`); `--write-readme` rewrites
-that part of README.md in place; `--corpus PATH` picks the corpus (default: the full one beside the
+that part of tests/README.md in place; `--corpus PATH` picks the corpus (default: the full one beside the
 checkout, else the bundled subset; the README table is made from the full corpus).
 """
 
@@ -71,7 +71,7 @@ from kdump.scan.events import ScanMode, ScanSummary  # noqa: E402
 from kdump.scan.log_scanner import scan_log  # noqa: E402
 
 REPO_ROOT = _TESTS.parent
-README = REPO_ROOT / "README.md"
+README = REPO_ROOT / "tests" / "README.md"
 START_MARKER = "<!-- matrix:start -->"
 END_MARKER = "<!-- matrix:end -->"
 
@@ -857,7 +857,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--corpus", type=Path, help="corpus root (default: full corpus, else the bundled subset)"
     )
-    parser.add_argument("--write-readme", action="store_true", help="rewrite README.md between the markers")
+    parser.add_argument(
+        "--write-readme", action="store_true", help="rewrite tests/README.md between the markers"
+    )
     parser.add_argument("--failures", action="store_true", help="also list every case that failed")
     args = parser.parse_args(argv)
     from corpus import available_corpus_root, full_corpus_available, is_subset

@@ -406,7 +406,13 @@ def test_the_direct_loop_writes_what_the_general_way_writes(
     ts = 1_700_000_000_000
     seg.add_v2(
         [
-            NewRecord(struct.pack(">i", i), _avro({"a": i, "b": None if i % 2 else "x\n\u00e9"}), ts + i, ())
+            # Two live schemas, in runs and alternating: the loop's common case changes under it.
+            NewRecord(
+                struct.pack(">i", i),
+                _avro({"a": i, "b": None if i % 2 else "x\n\u00e9"}, sid=2 if i in (5, 6, 7, 12, 14) else 1),
+                ts + i,
+                (),
+            )
             for i in range(30)
         ],
         codec=Codec.GZIP,
@@ -419,7 +425,14 @@ def test_the_direct_loop_writes_what_the_general_way_writes(
     root = tmp_path / "logdir"
     seg.write(root / "orders-0")
     s = SegmentBuilder()
-    s.add_v2([NewRecord(_key("SCHEMA", "orders-value", 1), _value("orders-value", 1, 1, AVRO), ts, ())])
+    s.add_v2(
+        [
+            NewRecord(_key("SCHEMA", "orders-value", 1), _value("orders-value", 1, 1, AVRO), ts, ()),
+            NewRecord(
+                _key("SCHEMA", "orders-value", 2), _value("orders-value", 2, 2, AVRO, metadata={}), ts, ()
+            ),
+        ]
+    )
     s.write(root / "_schemas-0")
     args = [
         "dump",

@@ -557,11 +557,11 @@ def test_checkpoint_corrupt_is_an_error_for_every_checkpoint(
 
 
 def test_leader_epoch_mismatch_start_offset(built: Path) -> None:
-    # The log dir says the log starts at 0, so the checkpoint is not one truncated at its log start
-    # (tests/ops/test_epoch_checks.py has those): batches carry epoch 0 from offset 0.
+    # Batches carry epoch 0 from offset 0; the checkpoint starts with epoch 1 at 5, which no
+    # truncation at a log start explains (tests/ops/test_epoch_checks.py has those): epoch 0 is missing.
     (built.parent / "log-start-offset-checkpoint").write_text("0\n1\nbuilt 0 0\n")
     lec = built / "leader-epoch-checkpoint"
-    lec.write_bytes(encode_leader_epoch_checkpoint([(0, 5)]))
+    lec.write_bytes(encode_leader_epoch_checkpoint([(1, 5)]))
     f = one(verify(built), "leader-epoch-mismatch")
     assert (f.file, f.position, f.offset) == (str(lec), None, 0)
     assert f.severity == Severity.ERROR

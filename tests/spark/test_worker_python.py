@@ -53,6 +53,8 @@ def test_readme_snippet_runs_from_an_unactivated_venv(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "producerId" in done.stdout
+    # The key query finds rows in the samples (an example that prints an empty table teaches nothing).
+    assert re.search(r"^\|\s*[\w-]+\|\s*\d+\|\s*\d+\|samples/", done.stdout, re.M), done.stdout
     assert "ModuleNotFoundError" not in done.stderr
 
 
