@@ -264,7 +264,11 @@ _KINDS = [
         "codec-unavailable",
         Consequence.OUTSIDE,
         "log (deep)",
-        "The library for this codec is missing or broken here, so the records were not decoded.",
+        "The Python library for this batch's codec is missing or broken here (lz4: lz4, snappy: python-snappy, "
+        "zstd: zstandard; gzip needs none), so its records were not decoded or checked; the finding names the "
+        "library, why it failed to load and the command that installs it. Also without --deep for a legacy "
+        "v0/v1 wrapper, whose first offset and record count need its inner messages: they are shown as unknown "
+        "(its own offset is its last). Every command that needed the records exits 3: not checked, never a pass.",
         "Nothing: this is about kdump's environment, not the data.",
         None,
     ),

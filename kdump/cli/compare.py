@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, discover_all, engine_options, format_option, resolve_format
+from kdump.cli.output import diag, discover_all, engine_options, format_option, progress_bar, resolve_format
 from kdump.model.partition import PartitionDir
 from kdump.ops.compare import PartitionComparison, compare_partition, exit_code, group_replicas
 
@@ -78,14 +79,20 @@ def compare_command(
     for note in notes:
         diag(note)
     results: list[PartitionComparison] = []
-    for _name, dirs in groups:
-        labels = [str(d.path) for d in dirs]
-        lead = _leader_label(leader, dirs) if leader is not None else None
-        if leader is not None and lead is None:
-            diag(f"--leader {leader}: not one of the replicas of {dirs[0].name}; computing each way")
-        result = compare_partition(dirs, labels, lead)
-        results.append(result)
-        _print(result, fmt)
+    with ExitStack() as stack:
+        bar = progress_bar(stack, targets, fmt, "comparing")
+        for _name, dirs in groups:
+            labels = [str(d.path) for d in dirs]
+            lead = _leader_label(leader, dirs) if leader is not None else None
+            if leader is not None and lead is None:
+                diag(f"--leader {leader}: not one of the replicas of {dirs[0].name}; computing each way")
+            result = compare_partition(dirs, labels, lead)
+            results.append(result)
+            if bar is not None:
+                bar.clear()  # stdout may be the same terminal: never print onto the bar
+            _print(result, fmt)
+            if bar is not None:
+                bar(sum(d.log_bytes for d in dirs))
     code = exit_code(results, failed or not groups)
     _print_total(results, fmt, code)
     sys.exit(code)

@@ -4,21 +4,40 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, discover_all, format_option, resolve_format, say_problems
+from kdump.cli.output import (
+    UNCHECKED_CODES,
+    diag,
+    discover_all,
+    dump_format_option,
+    progress_bar,
+    resolve_format,
+    say_problems,
+)
 from kdump.cli.payload_options import build_payload_options, payload_options, prepare
 from kdump.cli.timespec import TimeParam
 from kdump.errors import KdumpError
+from kdump.findings import Finding
+from kdump.formats.batch import BatchHeader
 from kdump.model.log_dir import Target
 from kdump.ops.dump import DumpEvent, DumpFilter, DumpOptions, dump_targets
 from kdump.ops.internal import DECODERS
 from kdump.render.rows import ENCODINGS
+
+if TYPE_CHECKING:
+    from kdump.render.progress import ProgressBar
+
+# Record lines at a terminal (`render.tty_lines`); "tty-full" with --full-values.
+TTY_FORMATS = ("tty", "tty-full")
+# At a terminal, a batch-level dump of logs this big streams as lines too (a table shows ~350 rows/s).
+TABLE_MAX_LOG_BYTES = 4 << 20
 
 
 @click.command("dump")
@@ -64,8 +83,14 @@ from kdump.render.rows import ENCODINGS
     is_flag=True,
     help="Show transactions per producer instead: first and last offset, outcome, and hanging ones.",
 )
+@click.option(
+    "--full-values",
+    is_flag=True,
+    help="At a terminal, show record lines and table cells whole (longer ones are cut with a mark "
+    "saying how many bytes are left out).",
+)
 @payload_options
-@format_option
+@dump_format_option
 def dump_command(
     paths: tuple[str, ...],
     records: bool,
@@ -82,6 +107,7 @@ def dump_command(
     jobs: int,
     decode: str,
     transactions_view: bool,
+    full_values: bool,
     fmt: str | None,
     key_type: str | None,
     value_type: str | None,
@@ -119,8 +145,9 @@ def dump_command(
         except KdumpError as exc:
             diag(str(exc))
             sys.exit(ExitCode.UNREADABLE)
+    at_terminal = fmt is None and sys.stdout.isatty()
     options = DumpOptions(
-        records=records or key is not None or payloads is not None,
+        records=records or key is not None or payloads is not None or fmt == "kcat",
         filter=DumpFilter(
             from_offset=from_offset,
             to_offset=to_offset,
@@ -136,33 +163,100 @@ def dump_command(
         payloads=payloads,
     )
     fmt = resolve_format(fmt)
-    if payloads is not None and fmt == "rich":
+    if at_terminal and (options.records or sum(t.log_bytes for t in targets) >= TABLE_MAX_LOG_BYTES):
+        # Records (and the batches of big logs) stream as coloured lines at a terminal: a table
+        # cell per record or batch is hundreds of times slower than a line.
+        fmt = "tty-full" if full_values else "tty"
+    elif payloads is not None and fmt == "rich":
         fmt = "text"  # decoded values are long JSON: lines, not table cells
     if transactions_view:
         _show_transactions(targets, fmt)
         sys.exit(ExitCode.UNREADABLE if failed else ExitCode.OK)
-    events = _where(dump_targets(targets, options), options, encoding)
+    unchecked = _Unchecked()
     workers = jobs or os.cpu_count() or 1
+    stack = ExitStack()
     try:
-        if options.records and fmt != "rich" and (workers > 1 or _compiled_records()):
-            _dump_parallel(targets, options, fmt, encoding, workers)
-        elif fmt == "json":
-            from kdump.render.jsonl import write_jsonl
-
-            write_jsonl(events, sys.stdout, encoding=encoding)
-        elif fmt == "rich":
-            from kdump.render.rich_tty import write_rich
-
-            write_rich(events, sys.stdout, encoding=encoding)
-        else:
-            from kdump.render.text import write_text
-
-            write_text(events, sys.stdout, encoding=encoding)
+        with stack:
+            # At a terminal the streamed output is the progress; a bar goes with output to a file or pipe.
+            bar = None if sys.stdout.isatty() else progress_bar(stack, targets, fmt, "dumping")
+            events = unchecked.watch(
+                _where(_advancing(dump_targets(targets, options), bar), options, encoding)
+            )
+            # Not `+=`: the watcher counts into unchecked.batches while _write runs.
+            parallel = _write(targets, options, events, fmt, encoding, workers, full_values, bar)
+            unchecked.batches += parallel
     except KdumpError as exc:
         diag(str(exc))
         failed = True
+    if unchecked.batches:
+        # What the dump needed to decompress and could not: never a complete dump (exit 3).
+        diag(f"{unchecked.batches} batches were not decompressed: a codec's library cannot be loaded here")
+        failed = True
     if failed:
         sys.exit(ExitCode.UNREADABLE)
+
+
+def _advancing(events: Iterator[DumpEvent], bar: Callable[[int], None] | None) -> Iterator[DumpEvent]:
+    """The events, the bar advanced by each batch's bytes as it passes (the events themselves, without one)."""
+    return events if bar is None else _advance(events, bar)
+
+
+def _advance(events: Iterator[DumpEvent], bar: Callable[[int], None]) -> Iterator[DumpEvent]:
+    for ev in events:
+        if isinstance(ev, BatchHeader):
+            bar(ev.size)
+        yield ev
+
+
+def _write(
+    targets: list[Target],
+    options: DumpOptions,
+    events: Iterator[Any],
+    fmt: str,
+    encoding: str,
+    workers: int,
+    full_values: bool,
+    bar: ProgressBar | None,
+) -> int:
+    """Write the dump's events in `fmt` (records on every core where that pays); how many batches
+    the parallel record path left undecompressed (the events' own are counted by their watcher)."""
+    if fmt == "kcat":
+        from kdump.render.kcat import write_kcat
+
+        write_kcat(events, sys.stdout, diag, encoding=encoding)
+    elif options.records and fmt != "rich" and (workers > 1 or _compiled_records() or fmt in TTY_FORMATS):
+        return _dump_parallel(targets, options, fmt, encoding, workers, bar)
+    elif fmt == "json":
+        from kdump.render.jsonl import write_jsonl
+
+        write_jsonl(events, sys.stdout, encoding=encoding)
+    elif fmt == "rich":
+        from kdump.render.rich_tty import write_rich
+
+        write_rich(events, sys.stdout, encoding=encoding, full_values=full_values)
+    elif fmt in TTY_FORMATS:
+        from kdump.render.text import write_text
+        from kdump.render.tty_lines import TtyWriter
+
+        write_text(events, cast("IO[str]", TtyWriter(sys.stdout, full=fmt == "tty-full")), encoding=encoding)
+    else:
+        from kdump.render.text import write_text
+
+        write_text(events, sys.stdout, encoding=encoding)
+    return 0
+
+
+class _Unchecked:
+    """Counts the batches a dump left undecompressed (codec-unavailable), whatever renders them."""
+
+    def __init__(self) -> None:
+        self.batches = 0
+
+    def watch(self, events: Iterator[Any]) -> Iterator[Any]:
+        for ev in events:
+            if isinstance(ev, Finding) and ev.code in UNCHECKED_CODES:
+                self.batches += 1
+            yield ev
 
 
 # Below this much log, starting worker processes costs more than it saves.
@@ -177,9 +271,16 @@ def _compiled_records() -> bool:
 
 
 def _dump_parallel(
-    targets: list[Target], options: DumpOptions, fmt: str, encoding: str, workers: int
-) -> None:
-    """Records decoded on every core for big logs; everything else as usual, in order."""
+    targets: list[Target],
+    options: DumpOptions,
+    fmt: str,
+    encoding: str,
+    workers: int,
+    bar: Callable[[int], None] | None = None,
+) -> int:
+    """Records decoded on every core for big logs; everything else as usual, in order. Returns how many
+    batches were not decompressed (their codec's library cannot be loaded here)."""
+    unchecked = _Unchecked()
     from kdump.ops.dump import batch_events_for_expansion, dump_item, dump_items
     from kdump.render.jsonl import write_jsonl
     from kdump.render.parallel import write_parallel
@@ -187,17 +288,44 @@ def _dump_parallel(
 
     for item in dump_items(targets, options):
         size = item.path.stat().st_size if item.is_log else 0
-        if item.is_log and (size >= PARALLEL_MIN_BYTES or _compiled_records()):
+        if item.is_log and (size >= PARALLEL_MIN_BYTES or _compiled_records() or fmt in TTY_FORMATS):
             logs: Iterator[tuple[Path, str, Iterator[DumpEvent], str | None]] = iter(
-                [(item.path, item.label, batch_events_for_expansion(item, options), item.decoder)]
+                [
+                    (
+                        item.path,
+                        item.label,
+                        _advancing(batch_events_for_expansion(item, options), bar),
+                        item.decoder,
+                    )
+                ]
             )
             # A small log is rendered in this process (jobs=1): workers would cost more than they save.
             jobs = workers if size >= PARALLEL_MIN_BYTES else 1
-            write_parallel(logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=jobs)
+            unchecked.batches += write_parallel(
+                logs, sys.stdout, options=options, fmt=fmt, encoding=encoding, jobs=jobs
+            )
         elif fmt == "json":
-            write_jsonl(_where(dump_item(item, options), options, encoding), sys.stdout, encoding=encoding)
+            write_jsonl(
+                unchecked.watch(_where(_advancing(dump_item(item, options), bar), options, encoding)),
+                sys.stdout,
+                encoding=encoding,
+            )
+        elif fmt in TTY_FORMATS:
+            from kdump.render.rich_tty import write_rich
+
+            write_rich(
+                unchecked.watch(dump_item(item, options)),
+                sys.stdout,
+                encoding=encoding,
+                full_values=fmt == "tty-full",
+            )
         else:
-            write_text(_where(dump_item(item, options), options, encoding), sys.stdout, encoding=encoding)
+            write_text(
+                unchecked.watch(_where(_advancing(dump_item(item, options), bar), options, encoding)),
+                sys.stdout,
+                encoding=encoding,
+            )
+    return unchecked.batches
 
 
 def _where(events: Iterator[DumpEvent], options: DumpOptions, encoding: str) -> Iterator[Any]:

@@ -11,7 +11,7 @@ class ExitCode(IntEnum):
     OK = 0  # done: dump completed, verify clean, nothing to repair or repair applied
     FINDINGS = 1  # verify: findings at or above --fail-on; repairs: changes would be made (dry run)
     USAGE = 2  # bad command line
-    UNREADABLE = 3  # a path could not be read (or written)
+    UNREADABLE = 3  # a path could not be read (or written), or what was read could not be checked (no codec)
     REFUSED = 4  # a repair was refused (a broker holds the log dir's lock, or it is unsafe)
     INTERNAL = 70  # a bug in kdump (EX_SOFTWARE); KDUMP_DEBUG=1 shows the traceback
     INTERRUPTED = 130  # Ctrl-C (SIGINT), as a shell reports it: 128 + 2

@@ -6,7 +6,7 @@ import os
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,6 +16,9 @@ from kdump.model.log_dir import Target, discover, expand
 
 FORMATS = ("text", "json", "rich")
 F = TypeVar("F", bound=Callable[..., Any])
+
+if TYPE_CHECKING:
+    from kdump.render.progress import ProgressBar
 
 
 def format_option(fn: F) -> F:
@@ -29,6 +32,24 @@ def format_option(fn: F) -> F:
     )(fn)
 
 
+DUMP_FORMATS = (*FORMATS, "kcat")
+
+
+def dump_format_option(fn: F) -> F:
+    """`dump`'s `--format`: the shared ones and kcat's JSON."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(DUMP_FORMATS),
+        default=None,
+        help=(
+            "Output format: text, json (JSON Lines), rich (tables) or kcat (records as `kcat -C -J` "
+            "writes them; implies --records). Default at a terminal: records (and the batches of "
+            "4 MiB of logs or more) as coloured lines, the rest as tables; else text."
+        ),
+    )(fn)
+
+
 def resolve_format(fmt: str | None) -> str:
     """The format to use when none was given: rich for a terminal, text for pipes and files."""
     if fmt is not None:
@@ -38,34 +59,36 @@ def resolve_format(fmt: str | None) -> str:
 
 def diag(message: str) -> None:
     """A diagnostic line on stderr."""
+    for bar in _bars:
+        bar.clear()
     click.echo(f"kdump: {message}", err=True)
 
 
-def progress_bar(
-    stack: ExitStack, targets: list[Target], fmt: str, label: str
-) -> Callable[[int], None] | None:
-    """A progress bar on stderr for long runs at a terminal; never in JSON mode."""
-    if fmt == "json" or not sys.stderr.isatty():
+def progress_bar(stack: ExitStack, targets: list[Target], fmt: str, label: str) -> ProgressBar | None:
+    """A progress bar on stderr over the targets' log bytes, when stderr is a terminal (never
+    otherwise); it shows once the run has lasted half a second. It is left finished on a line of
+    its own when the `with` block ends normally, and erased when it ends with an error."""
+    del fmt  # the bar goes to stderr: whatever the format of stdout, it is never mixed into it
+    if not sys.stderr.isatty():
         return None
-    total = sum(t.log_bytes for t in targets)
-    if total < (256 << 20):
-        return None
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+    from kdump.render.progress import ProgressBar
 
-    from kdump.render.rich_tty import make_console
+    bar = ProgressBar(label, sum(t.log_bytes for t in targets), sys.stderr)
+    _bars.append(bar)
 
-    bar = stack.enter_context(
-        Progress(
-            label,
-            BarColumn(),
-            DownloadColumn(),
-            TimeRemainingColumn(),
-            console=make_console(sys.stderr, stderr=True),
-            transient=True,
-        )
-    )
-    task = bar.add_task("verify", total=total)
-    return lambda n: bar.advance(task, n)
+    def done(exc_type: Any, _exc: Any, _tb: Any) -> None:
+        if exc_type is None:
+            bar.finish()
+        else:
+            bar.clear()
+        _bars.remove(bar)
+
+    stack.push(done)
+    return bar
+
+
+# The bars on screen: a diagnostic erases them first (they come back at their next step).
+_bars: list[ProgressBar] = []
 
 
 def allow_unknown_option(fn: F) -> F:
@@ -115,6 +138,9 @@ def discover_all(
 
 # Findings that mean kdump could not read what it was given: a repair stops with exit 3 on them.
 UNREADABLE_CODES = frozenset({"unreadable-file", "symlink-loop", "dangling-symlink"})
+# Findings that mean kdump could not check what it read: a codec's library is missing or broken here.
+# Every command that needed the codec exits 3 on them, as for a path it could not read.
+UNCHECKED_CODES = frozenset({"codec-unavailable"})
 
 
 def say_problems(problems: list[Finding]) -> bool:

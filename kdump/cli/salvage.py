@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import format_option, resolve_format
+from kdump.cli.output import UNCHECKED_CODES, format_option, progress_bar, resolve_format
 from kdump.cli.repair import interval_options
 from kdump.errors import KdumpError
 from kdump.model.log_dir import discover
@@ -70,7 +71,7 @@ def salvage_command(
     \b
     Exit codes: 0 nothing was damaged, 1 damage was cut out (the report says what was lost), a
     leftover segment was not read, or the clean partition does not verify, 2 usage, 3 cannot read
-    or write, 4 refused (--out).
+    or write, or records could not be decompressed (codec-unavailable), 4 refused (--out).
 
     \b
     Examples:
@@ -91,20 +92,31 @@ def salvage_command(
     part = PartitionDir.load(target.path)
     resolver = IntervalResolver(index_interval_bytes, metadata_log, DEFAULT_INDEX_INTERVAL_BYTES)
     interval, source = resolver.for_partition(part.path, target.log_dir_path)
-    result = salvage(
-        part,
-        out,
-        record_line=record_lines(encoding),
-        batch_lines=batch_lines(encoding),
-        interval_bytes=interval,
-        parquet=not no_parquet,
-        interval_source=source,
-    )
+    with ExitStack() as stack:
+        result = salvage(
+            part,
+            out,
+            record_line=record_lines(encoding),
+            batch_lines=batch_lines(encoding),
+            interval_bytes=interval,
+            parquet=not no_parquet,
+            interval_source=source,
+            progress=progress_bar(stack, [target], fmt, "salvaging"),
+        )
     if fmt == "json":
         sys.stdout.write(json.dumps(result.report, separators=(",", ":")) + "\n")
     else:
         for line in text_report(result.report):
             click.echo(line)
+    unchecked = [f for f in result.decode_failures if f.code in UNCHECKED_CODES]
+    if unchecked:
+        # The clean partition is copied byte for byte and needs no codec; the records files do.
+        click.echo(
+            f"kdump: the records of {len(unchecked)} batches were not decompressed (a codec's library cannot "
+            f"be loaded here): records.jsonl and records.parquet are incomplete",
+            err=True,
+        )
+        sys.exit(ExitCode.UNREADABLE)
     if not result.ok:
         click.echo("kdump: the salvage is incomplete: see the errors above", err=True)
         sys.exit(ExitCode.FINDINGS)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, discover_all, format_option, resolve_format, say_problems
+from kdump.cli.output import diag, discover_all, format_option, progress_bar, resolve_format, say_problems
 from kdump.cli.timespec import parse_time_ms
 from kdump.errors import KdumpError
 from kdump.model.log_dir import looks_like_log_dir
@@ -137,7 +138,8 @@ def seek_command(
     written. PATH may be an object store URL (s3://...) or lie in a tarball of a log dir.
 
     \b
-    Exit codes: 0 every partition answered (none is an answer), 2 usage error, 3 a path could not be read.
+    Exit codes: 0 every partition answered (none is an answer), 2 usage error, 3 a path could not be read,
+    or a batch that may hold the answer could not be decompressed (codec-unavailable; offset: unknown).
 
     \b
     Examples:
@@ -170,37 +172,44 @@ def seek_command(
         from kdump.render.rich_tty import make_console
 
         console = make_console(sys.stdout)
-    for t in targets:
-        ckpt_dir = override if override is not None else t.log_dir_path
-        if ckpt_dir not in cache:
-            cache[ckpt_dir] = load_log_dir_checkpoints(ckpt_dir)
-        try:
-            parts = t.partitions()
-        except KdumpError as exc:
-            diag(str(exc))
-            unreadable = True
-            continue
-        if not parts:
-            diag(f"{t.given}: no partition directories in this log dir")
-        for part in parts:
-            label = t.given if t.kind == "partition" else str(Path(t.given) / part.name)
+    with ExitStack() as stack:
+        bar = progress_bar(stack, targets, fmt, "seeking")
+        for t in targets:
+            ckpt_dir = override if override is not None else t.log_dir_path
+            if ckpt_dir not in cache:
+                cache[ckpt_dir] = load_log_dir_checkpoints(ckpt_dir)
             try:
-                r = seek_partition(
-                    part,
-                    target,
-                    log_dir_path=ckpt_dir,
-                    label=label,
-                    log_dir_checkpoints=cache[ckpt_dir],
-                    tiered=tiered,
-                )
+                parts = t.partitions()
             except KdumpError as exc:
-                diag(f"{label}: {exc}")
+                diag(str(exc))
                 unreadable = True
                 continue
-            unreadable = unreadable or any(f.code == "unreadable-file" for f in r.findings)
-            results.append(r)
-            if console is None:
-                _print(r, fmt)
+            if not parts:
+                diag(f"{t.given}: no partition directories in this log dir")
+            for part in parts:
+                label = t.given if t.kind == "partition" else str(Path(t.given) / part.name)
+                try:
+                    r = seek_partition(
+                        part,
+                        target,
+                        log_dir_path=ckpt_dir,
+                        label=label,
+                        log_dir_checkpoints=cache[ckpt_dir],
+                        tiered=tiered,
+                    )
+                except KdumpError as exc:
+                    diag(f"{label}: {exc}")
+                    unreadable = True
+                    continue
+                # A file it could not read, or records it needed and could not decompress (no answer): exit 3.
+                unreadable = unreadable or r.unknown or any(f.code == "unreadable-file" for f in r.findings)
+                results.append(r)
+                if console is None:
+                    if bar is not None:
+                        bar.clear()  # stdout may be the same terminal: never print onto the bar
+                    _print(r, fmt)
+                if bar is not None:
+                    bar(part.log_bytes)
     if console is not None:
         from kdump.render.seek import seek_table
 

@@ -12,6 +12,7 @@ import click
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import (
+    UNCHECKED_CODES,
     UNREADABLE_CODES,
     allow_unknown_option,
     diag,
@@ -107,7 +108,8 @@ def verify_command(
     \b
     Exit codes: 0 clean, 1 findings at or above --fail-on (an unrecognised entry, nothing to
     check and a check that covered less than it was given are errors), 2 usage error, 3 a path
-    could not be read.
+    could not be read, or records could not be decompressed: a codec's library is missing or
+    broken here (codec-unavailable names it and how to install it; counts are shown unknown).
 
     \b
     Examples:
@@ -142,11 +144,17 @@ def verify_command(
             printer = _Printer(fmt)
             for report in verify_targets(targets, options, progress, tiered):
                 reports.append(report)
+                if progress is not None:
+                    progress.clear()  # stdout may be the same terminal: never print onto the bar
                 printer.report(report)
             for report in verify_stores(stores, tiered, options):
                 reports.append(report)
+                if progress is not None:
+                    progress.clear()
                 printer.report(report)
             code = _write_junit(junit, reports, threshold, _exit_code(reports, threshold, unreadable))
+            if progress is not None:
+                progress.finish()  # on its own line before the total
             printer.finish(reports, code)
     sys.exit(code)
 
@@ -201,7 +209,8 @@ def _write_junit(junit: str | None, reports: list[PartitionReport], threshold: S
 
 
 def _exit_code(reports: list[PartitionReport], threshold: Severity, unreadable: bool) -> int:
-    if unreadable or any(f.code in UNREADABLE_CODES for r in reports for f in r.findings):
+    # Unread paths and records no codec here could decompress: not checked, never a pass (3 wins over 1).
+    if unreadable or any(f.code in UNREADABLE_CODES | UNCHECKED_CODES for r in reports for f in r.findings):
         return int(ExitCode.UNREADABLE)
     if any((r.worst() or 0) >= threshold for r in reports):
         return int(ExitCode.FINDINGS)
@@ -260,7 +269,7 @@ def _print_reports(
         coverage = render.coverage_text(total["log_bytes"], total["checked_bytes"], total["limited"])
         sys.stdout.write(
             f"Total: {total['partitions']} partitions, {total['segments']} segments, {total['batches']} batches, "
-            f"{total['records']} records; {f['error']} errors, {f['warning']} warnings, {f['info']} info; "
+            f"{render.records_text(total['records_counted'], total['uncounted_batches'])}; {f['error']} errors, {f['warning']} warnings, {f['info']} info; "
             f"{coverage}; exit {code}\n"
         )
     sys.stdout.flush()

@@ -44,19 +44,58 @@ _ZSTD_FEED = 4096  # zstd input slice per decompress call: at most ~128 MiB of o
 
 _modules: dict[str, Any] = {}
 
+# Each codec module: (codec name, the Python distribution that provides it, the command to install it).
+LIBRARIES = {
+    "snappy": ("snappy", "python-snappy", "pip install python-snappy"),
+    "lz4.block": ("lz4", "lz4", "pip install lz4"),
+    "lz4.frame": ("lz4", "lz4", "pip install lz4"),
+    "zstandard": ("zstd", "zstandard", "pip install zstandard"),
+}
+# What kdump calls in each: a module of that name without them is another package (`pip install snappy`
+# installs SnapPy, a topology program) or a broken one, never a reason to call the data damaged.
+_NEEDED = {
+    "snappy": ("compress", "uncompress"),
+    "lz4.block": ("compress", "decompress"),
+    "lz4.frame": (),
+    "zstandard": ("ZstdCompressor", "ZstdDecompressor", "ZstdError", "frame_content_size"),
+}
+
+
+def unavailable_message(name: str, exc: BaseException) -> str:
+    """What a missing or broken codec module means, and how to get it: the text of the finding."""
+    codec, library, install = LIBRARIES.get(name, (name, name, f"pip install {name}"))
+    return (
+        f"{codec} payloads cannot be decompressed here: the Python library {library} (module {name}) "
+        f"cannot be loaded ({type(exc).__name__}: {exc}); install it with `{install}`"
+    )
+
 
 def _load(name: str) -> Any:
     module = _modules.get(name)
     if module is None:
         try:
-            if name not in ("snappy", "lz4.block", "lz4.frame", "zstandard"):  # pragma: no cover
+            if name not in LIBRARIES:  # pragma: no cover
                 raise CodecUnavailableError(f"unknown codec module {name}")
             __import__(name)
             module = sys.modules[name]
+            lacking = [attr for attr in _NEEDED[name] if not hasattr(module, attr)]
+            if lacking:
+                raise ImportError(
+                    f"the module {name} found has no {', '.join(lacking)}: another package or a broken one"
+                )
         except Exception as exc:  # any import failure means the codec cannot be used
-            raise CodecUnavailableError(f"the {name} library cannot be loaded: {exc}") from exc
+            raise CodecUnavailableError(unavailable_message(name, exc)) from exc
         _modules[name] = module
     return module
+
+
+def load(name: str) -> Any:
+    """A codec library's module (`snappy`, `lz4.block`, `zstandard`), once loaded and checked.
+
+    Raises:
+        CodecUnavailableError: it is missing, fails to import, or lacks what kdump calls.
+    """
+    return _load(name)
 
 
 def decompress(

@@ -28,6 +28,8 @@ from pathlib import Path
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.filenames import (
     BOOTSTRAP_CHECKPOINT,
+    CLEAN_SHUTDOWN_FILE,
+    LOCK_FILE,
     LOG_DIR_FILES,
     OFFSET_CHECKPOINT_FILES,
     PARTITION_DIR_FILES,
@@ -162,13 +164,69 @@ def classify_name(name: str, where: str) -> NameKind:
 
 def file_kind(path: Path) -> str | None:
     """What a file given on its own holds, by name: log, index, timeindex, txnindex, snapshot,
-    checkpoint, or a state file's decoder kind; None when the name says nothing."""
+    checkpoint, a state file's decoder kind, or one of the broker's leftovers (`lock`,
+    `temp-file`); None when the name says nothing."""
     info = parse_segment_file_name(path.name)
     if info is not None:
         return info.kind
     if path.name == BOOTSTRAP_CHECKPOINT:
         return "checkpoint"
+    if path.name == LOCK_FILE:
+        return "lock"
+    if temp_file_base(path.name) is not None:
+        return "temp-file"
     return STATE_FILE_KINDS.get(path.name)
+
+
+# Files the broker leaves beside its data and starts with, whatever they hold: nothing to judge.
+BROKER_LEFTOVER_KINDS = frozenset({"lock", "clean-shutdown", "temp-file"})
+
+
+def temp_file_base(name: str) -> str | None:
+    """The state file a `<name>.tmp` is the interrupted write of (the broker writes checkpoints,
+    `partition.metadata`, `meta.properties` and `quorum-state` to `.tmp`, then renames), or None."""
+    if not name.endswith(TMP_SUFFIX):
+        return None
+    base = name[: -len(TMP_SUFFIX)]
+    known = base in STATE_FILE_KINDS or base == BOOTSTRAP_CHECKPOINT
+    return base if known or base.endswith(("-checkpoint", ".checkpoint")) else None
+
+
+def leftover_description(path: Path, kind: str | None, size: int) -> str | None:
+    """What one of the broker's leftovers is, in words (None for any other file)."""
+    if kind == "lock":
+        return "the broker's lock file (.lock): a running broker holds a lock on it; nothing in it to check"
+    if kind == "clean-shutdown" and size == 0:
+        return (
+            f"an empty clean-shutdown marker ({CLEAN_SHUTDOWN_FILE}, as Kafka 3.6 and older leave it): "
+            "the broker stopped cleanly and skips log recovery at its next start"
+        )
+    if kind == "clean-shutdown":
+        return f"a clean-shutdown marker ({CLEAN_SHUTDOWN_FILE}): the broker stopped cleanly"
+    base = temp_file_base(path.name)
+    if kind == "temp-file" and base is not None:
+        return (
+            f"a temporary file of {base}, left by an interrupted write: the broker ignores it and "
+            "overwrites it at its next write"
+        )
+    return None
+
+
+def leftover_finding(p: Path) -> Finding:
+    """The finding for a leftover in a partition or log dir: a `.tmp` the broker ignores is legal
+    (info); a segment-family leftover is the trace of an unfinished clean, split or deletion."""
+    base = temp_file_base(p.name)
+    if base is not None:
+        return make_finding(
+            "leftover-file",
+            str(p),
+            f"{p.name} was left by an interrupted write of {base}; the broker ignores it and "
+            "overwrites it at its next write",
+            severity=Severity.INFO,
+        )
+    return make_finding(
+        "leftover-file", str(p), f"{p.name} was left by an unfinished clean, split or deletion"
+    )
 
 
 def segment_base_offset(path: Path) -> int | None:

@@ -10,18 +10,27 @@ holds an exclusive lock on `<log dir>/.lock` while a broker uses the directory.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kdump.errors import PathError
 from kdump.findings import Finding, Severity, make_finding
-from kdump.formats.filenames import LOG_DIR_FILES, parse_partition_dir_name, parse_segment_file_name
+from kdump.formats.filenames import (
+    LOG_DIR_FILES,
+    META_PROPERTIES,
+    PARTITION_DIR_FILES,
+    TMP_SUFFIX,
+    parse_partition_dir_name,
+    parse_segment_file_name,
+)
 from kdump.model.entries import (
     FileType,
     NameKind,
     classify_name,
     entry_findings,
     file_kind,
+    leftover_description,
+    leftover_finding,
     list_dir,
     probe,
     readable,
@@ -103,20 +112,57 @@ def _holds_segments(path: Path) -> bool:
     return not isinstance(names, str) and any(parse_segment_file_name(n) is not None for n in names)
 
 
-def looks_like_partition_dir(path: Path) -> bool:
-    """A directory named like `<topic>-<n>` or holding segment files."""
-    return parse_partition_dir_name(path.name) is not None or _holds_segments(path)
+def _holds_partition_files(names: list[str]) -> bool:
+    """Segment files, or the state files only a partition directory keeps (checkpoint `.tmp` too)."""
+    return any(
+        parse_segment_file_name(n) is not None
+        or n in PARTITION_DIR_FILES
+        or (n.endswith(TMP_SUFFIX) and n[: -len(TMP_SUFFIX)] in PARTITION_DIR_FILES)
+        for n in names
+    )
 
 
-def looks_like_log_dir(path: Path) -> bool:
-    """A directory holding partition directories or log-dir-level files."""
+def _holds_log_dir_files(names: list[str]) -> bool:
+    # `.lock` alone says nothing: other tools (pytest among them) leave files of that name.
+    return any(n in LOG_DIR_FILES and n != LOCK_FILE for n in names)
+
+
+def _is_log_dir_by_content(path: Path) -> bool:
+    """`meta.properties`, a log-dir checkpoint, or a directory holding partition files: what a broker
+    keeps in a log dir, whatever the directory is called (`kafka-1` is a broker's as often as a
+    partition's name)."""
     names = list_dir(path)
     if isinstance(names, str):
         return False
-    # `.lock` alone says nothing: other tools (pytest among them) leave files of that name.
-    if any(n in LOG_DIR_FILES and n != LOCK_FILE for n in names):
+    if _holds_log_dir_files(names):
         return True
-    return any(parse_partition_dir_name(n) is not None and (path / n).is_dir() for n in names)
+    for n in names:
+        sub = list_dir(path / n) if (path / n).is_dir() else ""
+        if not isinstance(sub, str) and _holds_partition_files(sub):
+            return True
+    return False
+
+
+def looks_like_partition_dir(path: Path) -> bool:
+    """A directory holding segment files or partition state files; else one named like `<topic>-<n>`
+    that holds nothing of a log dir (content first: `kafka-1` holding `meta.properties` is a log dir)."""
+    names = list_dir(path)
+    if isinstance(names, str):
+        return parse_partition_dir_name(path.name) is not None
+    if _holds_partition_files(names):
+        return True
+    return parse_partition_dir_name(path.name) is not None and not _is_log_dir_by_content(path)
+
+
+def looks_like_log_dir(path: Path) -> bool:
+    """A directory holding log-dir-level files or partition directories (by content, or by name when
+    empty of anything else)."""
+    names = list_dir(path)
+    if isinstance(names, str):
+        return False
+    if _holds_log_dir_files(names):
+        return True
+    return any((path / n).is_dir() and looks_like_partition_dir(path / n) for n in names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +186,20 @@ class Target:
     parts: tuple[PartitionDir, ...] = ()
     log_dir_files: tuple[Path, ...] = ()
     remote_index_cache: Path | None = None
+    # A log dir found in a directory of log dirs (beside other brokers' log dirs).
+    among_log_dirs: bool = False
+
+    @property
+    def idle_log_dir(self) -> bool:
+        """A broker's log dir with no partition (`meta.properties`, its checkpoints) beside other log
+        dirs: a broker that holds no replica, which is healthy, not a path with nothing in it."""
+        return (
+            self.kind == "log-dir"
+            and self.among_log_dirs
+            and not self.parts
+            and self.remote_index_cache is None
+            and any(p.name == META_PROPERTIES for p in self.log_dir_files)
+        )
 
     def partitions(self) -> list[PartitionDir]:
         """The partition directories of this target (for log-dirs: of every log dir under it)."""
@@ -166,6 +226,8 @@ class Target:
             return f"a directory of {len(self.children)} log dirs"
         if self.kind == "log-dir" and self.remote_index_cache == self.path:
             return "a remote index cache"
+        if self.idle_log_dir:
+            return "an idle broker's log dir, with no partition"
         if self.kind == "log-dir":
             return f"a log dir of {len(self.parts)} partitions"
         if self.kind == "partition":
@@ -221,7 +283,8 @@ def _dir_target(given: str, path: Path, unknown: Severity, depth: int) -> Target
         p = path / name
         pr = probe(p)
         if pr.type == FileType.DIR and _holds_log_dirs(p, depth + 1):
-            children.append(_dir_target(os.path.join(given, name), p, unknown, depth + 1))
+            child = _dir_target(os.path.join(given, name), p, unknown, depth + 1)
+            children.append(replace(child, among_log_dirs=True) if child.kind == "log-dir" else child)
         elif pr.type in (FileType.DIR, FileType.FILE):
             problems.append(unknown_finding(pr, "directory of log dirs", unknown))
         else:
@@ -247,10 +310,7 @@ def _holds_log_dirs(path: Path, depth: int) -> bool:
 def _log_dir_target(given: str, path: Path, unknown: Severity) -> Target:
     log_dir = LogDir.load(path, unknown=unknown)
     problems = list(log_dir.problems)
-    problems.extend(
-        make_finding("leftover-file", str(p), f"{p.name} was left by an interrupted checkpoint write")
-        for p in log_dir.leftovers
-    )
+    problems.extend(leftover_finding(p) for p in log_dir.leftovers)
     return Target(
         given,
         path,
@@ -268,6 +328,9 @@ def _file_target(given: str, path: Path) -> Target:
     log_dir = _holding_log_dir(parent)
     kind = file_kind(path)
     info = parse_segment_file_name(path.name)
+    described = leftover_description(path, kind, _size(path))
+    if described is not None:
+        return Target(given, path, "file", log_dir, note=described)
     if kind is not None and kind != "log":
         if kind in ("index", "timeindex", "txnindex") and info is not None and info.suffix == "":
             # An index is judged against the batches it points into: check its segment.

@@ -35,6 +35,28 @@ if TYPE_CHECKING:
 
 DumpEvent = Event | FileStart | Entry | InternalRecord
 
+# A chunk of a dump counts its findings by severity, and under this key those of batches whose codec's
+# library is missing here (their records were not decompressed, so not counted).
+UNCHECKED = -1
+
+
+def decode_expanded(
+    buf: bytes | bytearray | memoryview, h: BatchHeader, label: str
+) -> tuple[list[Record], list[Finding]]:
+    """A batch's records for a worker expanding a batch-level stream, with the findings that stream does
+    not already hold: the batch-level scan reports a legacy wrapper whose codec is missing itself."""
+    records, findings = decode_batch_records(buf, h, label)
+    if h.magic < 2:
+        findings = [f for f in findings if f.code != "codec-unavailable"]
+    return records, findings
+
+
+def count_finding(counts: dict[int, int], f: Finding, step: int = 1) -> None:
+    """Count a finding (or with step -1, take one back) by severity, and under UNCHECKED."""
+    counts[f.severity] = counts.get(f.severity, 0) + step
+    if f.code == "codec-unavailable":
+        counts[UNCHECKED] = counts.get(UNCHECKED, 0) + step
+
 
 @dataclass(frozen=True, slots=True)
 class DumpFilter:
@@ -132,10 +154,13 @@ def dump_items(targets: Iterable[Target], options: DumpOptions) -> Iterator[Dump
         if target.kind == "file":
             path = target.path
             kind = file_kind(path)
+            base, named = (segment_base_offset(path), True) if kind == "log" else (None, False)
+            if kind is None and target.segments:
+                # A name that says nothing: read as verify reads it, a segment at its first batch's offset.
+                kind, base = "log", target.segments[0].base_offset
             if kind in ("log", "checkpoint"):
-                base = segment_base_offset(path) if kind == "log" else None
                 index = timeindex = None
-                if kind == "log" and path.name.endswith(".log"):
+                if named and path.name.endswith(".log"):
                     index, timeindex = _sibling(path, ".index"), _sibling(path, ".timeindex")
                 decoder = choose_decoder(path, options.decode)
                 yield DumpItem(path, target.given, True, base, index, decoder, timeindex)
@@ -382,7 +407,7 @@ def expand_batches(
             if not isinstance(ev, BatchHeader):
                 out.append(ev)
                 continue
-            records, findings = decode_batch_records(buf, ev, label)
+            records, findings = decode_expanded(buf, ev, label)
             if f.active:
                 if not f.batch_passes(ev):
                     continue

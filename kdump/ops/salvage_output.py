@@ -28,9 +28,10 @@ from kdump.formats.arrow_columns import payload_of
 from kdump.formats.batch import BatchHeader, decode_legacy_header, decode_v2_header, v2_crc
 from kdump.formats.checkpoints import decode_partition_metadata
 from kdump.formats.constants import V2_HEADER_SIZE
-from kdump.formats.filenames import PARTITION_METADATA
+from kdump.formats.filenames import LOCK_FILE, LOG_DIR_FILES, PARTITION_METADATA, parse_partition_dir_name
 from kdump.formats.records import Record
-from kdump.model.log_dir import Target, looks_like_log_dir
+from kdump.model.entries import list_dir
+from kdump.model.log_dir import Target, looks_like_partition_dir
 from kdump.model.partition import PartitionDir
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, plan_partition
 from kdump.ops.safety import fsync_dir
@@ -67,9 +68,24 @@ def _inside_log_dir(path: Path, source: Path) -> Path | None:
         if (anc / "meta.properties").is_file():
             return anc
         # A broker's `.lock` beside partition directories, or the directory holding the input.
-        if ((anc / ".lock").exists() or anc == holder) and looks_like_log_dir(anc):
+        if ((anc / ".lock").exists() or anc == holder) and _holds_broker_partitions(anc):
             return anc
     return None
+
+
+def _holds_broker_partitions(path: Path) -> bool:
+    """Whether a broker would load partitions from `path`: its checkpoints are there, or directories
+    named `<topic>-<partition>` with a partition's content (a broker takes no other name), so a
+    `.lock` beside directories of other names (a test runner's, a build tool's) is no log dir."""
+    names = list_dir(path)
+    if isinstance(names, str):
+        return False
+    if any(n in LOG_DIR_FILES and n != LOCK_FILE for n in names):
+        return True
+    return any(
+        parse_partition_dir_name(n) is not None and (path / n).is_dir() and looks_like_partition_dir(path / n)
+        for n in names
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,8 +306,10 @@ def salvage(
     interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     parquet: bool = True,
     interval_source: str = "the broker default",
+    progress: Callable[[int], None] | None = None,
 ) -> SalvageResult:
-    """Salvage a partition directory into `out`: clean partition, records, partial records, report."""
+    """Salvage a partition directory into `out`: clean partition, records, partial records, report;
+    `progress` is told the bytes of each kept batch as its records are written."""
     from kdump.ops.salvage_report import build_report
 
     plan = plan_salvage(part)
@@ -304,7 +322,7 @@ def salvage(
     odir = OutputDir.create(out, part.path)
     clean = write_clean_partition(plan, odir, interval_bytes)
     result = SalvageResult(plan, odir.path, clean, parquet=parquet)
-    _write_records(result, odir, record_line, batch_lines)
+    _write_records(result, odir, record_line, batch_lines, progress)
     _write_partial(result, odir, record_line)
     result.report = build_report(result, interval_bytes, interval_source)
     fh = odir.open_new(REPORT_JSON, text=True)
@@ -316,7 +334,11 @@ def salvage(
 
 
 def _write_records(
-    result: SalvageResult, odir: OutputDir, record_line: RecordLine, batch_lines: BatchLines | None
+    result: SalvageResult,
+    odir: OutputDir,
+    record_line: RecordLine,
+    batch_lines: BatchLines | None,
+    progress: Callable[[int], None] | None = None,
 ) -> None:
     """records.jsonl and records.parquet, batch by batch as they are read (constant memory):
     clean batches from the compiled record path's buffers (lines rendered in C, Arrow columns),
@@ -332,6 +354,8 @@ def _write_records(
         pq_writer = ParquetRecords(pq_file, part.topic, part.partition)
     compiled = batch_lines is not None and fast_records.compiled is not None
     for seg, buf, batch in kept_batches(result.plan):
+        if progress is not None:
+            progress(batch.size)
         file = str(seg.log)
         data = payload_of(buf, batch) if compiled else None
         lines = batch_lines(data, batch, file) if data is not None and batch_lines is not None else None

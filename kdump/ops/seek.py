@@ -39,6 +39,7 @@ from typing import Any, Literal
 from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, make_finding
 from kdump.formats import checkpoints
+from kdump.formats.batch import BatchHeader
 from kdump.model.index_view import ReadLedger
 from kdump.model.partition import PartitionDir
 from kdump.model.segment_time import SegmentMax
@@ -306,6 +307,8 @@ class _Run(ReadLedger):
             records, found = sv.records_of(h)
             for f in found:
                 self.add(f)
+            if not records and self.undecompressed(h, found):
+                return self.result("timestamp", t, segment=sv.label, position=h.position, unknown=True)
             for r in records:
                 if r.timestamp >= t and r.offset >= lso:
                     self._note_high_watermark(r.offset)
@@ -324,6 +327,17 @@ class _Run(ReadLedger):
         if saw_v0 or largest.saw_v0:
             self.notes.append("magic v0 data carries no timestamps: the broker finds no offset by time in it")
         return None
+
+    def undecompressed(self, h: BatchHeader, found: list[Finding]) -> bool:
+        """Whether the batch's records, which may hold the answer, cannot be decompressed here: then
+        there is no answer (never `none`, which is one), and a note says why."""
+        if not any(f.code == "codec-unavailable" for f in found):
+            return False
+        self.notes.append(
+            f"the records of the batch at position {h.position} (offsets up to {h.last_offset}) cannot be "
+            f"decompressed here, and the answer may be among them: it is unknown"
+        )
+        return True
 
     def _note_high_watermark(self, offset: int) -> None:
         hw = self.high_watermark
@@ -429,6 +443,8 @@ class _Run(ReadLedger):
             records, found = sv.records_of(h)
             for f in found:
                 self.add(f)
+            if not records and self.undecompressed(h, found):
+                return self.result("max-timestamp", None, segment=sv.label, position=h.position, unknown=True)
             # RecordBatch.offsetOfMaxTimestamp: the first record carrying the batch's maxTimestamp.
             r = next((r for r in records if r.timestamp == ts), None)
             if r is None:

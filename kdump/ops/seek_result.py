@@ -42,6 +42,8 @@ class SeekResult:
     segments_examined: int = 0
     index_entries_read: int = 0
     batches_read: int = 0
+    # A batch that may hold the answer could not be decompressed here (codec-unavailable): no answer.
+    unknown: bool = False
 
     @property
     def answered(self) -> bool:
@@ -57,6 +59,7 @@ class SeekResult:
             "target": self.target,
             "target_timestamp": self.target_timestamp,
             "offset": self.offset,
+            "unknown": self.unknown,
             "timestamp": self.timestamp,
             "leader_epoch": self.leader_epoch,
             "segment": self.segment,

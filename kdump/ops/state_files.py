@@ -15,7 +15,12 @@ from kdump.formats.producer_snapshot import decode_producer_snapshot
 from kdump.formats.time_index import decode_time_index
 from kdump.formats.txn_index import ENTRY_SIZE as TXN_ENTRY_SIZE
 from kdump.formats.txn_index import decode_txn_index
-from kdump.model.entries import segment_base_offset
+from kdump.model.entries import (
+    STATE_FILE_KINDS,
+    leftover_description,
+    segment_base_offset,
+    temp_file_base,
+)
 from kdump.ops.files import Entry, FileStart
 from kdump.scan.index_checks import check_index_slots
 from kdump.scan.source import open_buffer, read_small_file
@@ -30,6 +35,14 @@ def dump_state_file(path: Path, kind: str | None, name: str) -> Iterator[StateEv
         return
     data = read_small_file(path)
     yield FileStart(name, kind or "unknown", len(data), segment_base_offset(path))
+    described = leftover_description(path, kind, len(data))
+    if described is not None:
+        yield Entry(name, "state", {"what": described})
+        if kind != "temp-file" and (kind != "clean-shutdown" or not data):
+            return
+    if kind == "temp-file":
+        yield from _temp_file(path, data, name)
+        return
     try:
         yield from _decode_small(data, kind, name)
     except (DecodeError, KdumpError, ValueError) as exc:
@@ -37,6 +50,21 @@ def dump_state_file(path: Path, kind: str | None, name: str) -> Iterator[StateEv
         if kind == "txnindex":
             code = "index-size-invalid"
         yield make_finding(code, name, str(exc), position=None)
+
+
+def _temp_file(path: Path, data: bytes, name: str) -> Iterator[StateEvent]:
+    """A state file's `.tmp`, shown as the file it was being written as when it parses. A torn one
+    is no finding: the broker never reads it."""
+    base = temp_file_base(path.name)
+    kind = STATE_FILE_KINDS.get(base or "")
+    if kind is None:
+        return
+    try:
+        entries = list(_decode_small(data, kind, name))
+    except (DecodeError, KdumpError, ValueError) as exc:
+        yield Entry(name, "state", {"what": f"does not parse as {base} ({exc}): its write was cut short"})
+        return
+    yield from entries
 
 
 def _dump_index(path: Path, kind: str, name: str) -> Iterator[StateEvent]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.txn_index import AbortedTxn, TxnIndexContents
-from kdump.model.entries import file_kind
+from kdump.model.entries import BROKER_LEFTOVER_KINDS, file_kind, leftover_finding
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
@@ -46,13 +46,10 @@ class VerifyOptions:
 
 @dataclass(slots=True)
 class PartitionReport:
-    """Everything verify found in one partition directory (or one file given on its own).
-
-    A log dir (kind "log-dir") and a directory of log dirs ("log-dirs") get a report too: their
-    own entries' findings, and the counts of the partitions under them rolled up.
-    `log_bytes` is what the segment `.log` files held when listed; `checked_bytes` what the scans
-    covered. They differ only where `--max-bytes` asked for less (`limited`) or a finding says why.
-    """
+    """Everything verify found in one partition directory or file given alone; a log dir ("log-dir") and a
+    directory of log dirs ("log-dirs") get one too: their own entries' findings, their partitions' counts.
+    `log_bytes` is what the `.log` files held when listed, `checked_bytes` what the scans covered: they
+    differ only where `--max-bytes` asked for less (`limited`) or a finding says why."""
 
     label: str
     kind: str  # "partition" | "file" | "log-dir" | "log-dirs"
@@ -60,10 +57,12 @@ class PartitionReport:
     segments: int = 0
     batches: int = 0
     records: int = 0
+    uncounted: int = 0  # batches whose records are not in `records` (their codec is missing here)
     size: int = 0
     valid_bytes: int = 0
     first_offset: int | None = None
     last_offset: int | None = None
+    first_offset_known: bool = True  # else `first_offset` is a wrapper's last offset: the first is at most it
     log_bytes: int = 0
     checked_bytes: int = 0
     limited: bool = False
@@ -99,12 +98,16 @@ Plan = list[tuple[Target, list[Unit]]]
 
 
 def plan_verify(targets: Iterable[Target]) -> Plan:
-    """Verify's units, in order, per target (directories of log dirs expanded): each partition
-    directory (a partition reached twice, by a path given twice or nested paths, only once), or
+    """Verify's units, in order, per target (directories of log dirs expanded): each directory and
+    partition directory (reached twice, by a path given twice or nested paths, only once), or
     the segment(s) of a file given alone."""
     seen: set[Path] = set()
+    dirs: set[Path] = set()
     plans: Plan = []
     for target in expand(list(targets)):
+        if target.kind != "file" and target.path.resolve() in dirs:
+            continue  # a directory reached twice (given alone and inside another) is listed once
+        dirs.add(target.path.resolve())
         units: list[Unit] = []
         if target.kind == "file":
             units.append((target, None, list(target.segments)))
@@ -212,7 +215,8 @@ def _rollup(
         report.findings.extend(found)
         report.taken_as = taken_as if cache_alone else report.taken_as
     parts = [r for r in leaves if r.kind == "partition"] + [c for c in children if c is not None]
-    add_up(report, parts, None if cache_alone else lambda r: _nothing_to_check(r, options, r.partitions))
+    legal = cache_alone or target.idle_log_dir  # an idle broker's log dir among others: not empty
+    add_up(report, parts, None if legal else lambda r: _nothing_to_check(r, options, r.partitions))
     return report
 
 
@@ -225,6 +229,7 @@ def add_up(
         report.segments += r.segments
         report.batches += r.batches
         report.records += r.records
+        report.uncounted += r.uncounted
         report.size += r.size
         report.log_bytes += r.log_bytes
         report.checked_bytes += r.checked_bytes
@@ -328,10 +333,11 @@ def tally(report: PartitionReport, results: Sequence[SegmentResult]) -> None:
         report.segments += 1
         report.batches += s.batch_count
         report.records += s.record_count
+        report.uncounted += s.uncounted_batches
         report.size += s.size
         report.valid_bytes += s.valid_bytes
         if s.first_offset is not None and report.first_offset is None:
-            report.first_offset = s.first_offset
+            report.first_offset, report.first_offset_known = s.first_offset, s.first_offset_known
         if s.last_offset is not None:
             report.last_offset = s.last_offset
 
@@ -348,7 +354,7 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
         report.findings.extend(check_snapshot(target.path))
     elif kind in TEXT_DECODERS:
         report.findings.extend(check_text_state(target.path, kind))
-    else:
+    elif kind not in BROKER_LEFTOVER_KINDS:  # the broker starts with those beside it: legal
         report.findings.append(
             make_finding(
                 "nothing-to-check",
@@ -367,12 +373,7 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
     f.extend(_check_overlaps(results))
     f.extend(check_transactions(results))
     f.extend(check_leader_epochs(part, results))
-    for p in part.leftovers:
-        f.append(
-            make_finding(
-                "leftover-file", str(p), f"{p.name} was left by an unfinished clean, split or deletion"
-            )
-        )
+    f.extend(leftover_finding(p) for p in part.leftovers)
     for p in part.orphan_indexes:
         f.append(
             make_finding("orphan-index", str(p), f"{p.name} has no {p.name.split('.')[0]}.log beside it")

@@ -33,7 +33,7 @@ class LineRenderer:
         self.fmt = fast_records.FORMATS[fmt]
         self.encoding = fast_records.ENCODINGS[encoding]
         if self.json:
-            self.prefix = f'{{"type":"record","file":{file_json},"offset":'.encode()
+            self.prefix = jsonl.record_head(file_json).encode()
             self.after_ts = {
                 t: f',"timestamp_type":"{"LogAppendTime" if t == 1 else "CreateTime"}","key":'.encode()
                 for t in (0, 1)

@@ -34,6 +34,23 @@ def _bytes_json(data: bytes | None, encoding: str) -> str:
     return '"' + str(rows.encode_bytes(data, encoding)) + '"'
 
 
+_HEADS: dict[str, str] = {}
+
+
+def record_head(file_json: str) -> str:
+    """The start of a record line up to its offset's name: type, file, topic and partition (the
+    last two from the partition directory's name, null when it is not named as one)."""
+    head = _HEADS.get(file_json)
+    if head is None:
+        topic, partition = rows.topic_partition(str(json.loads(file_json)))
+        t = "null" if topic is None else _encode_string(topic)
+        p = "null" if partition is None else partition
+        head = _HEADS[file_json] = (
+            f'{{"type":"record","file":{file_json},"topic":{t},"partition":{p},"offset":'
+        )
+    return head
+
+
 def record_line(r: Record, batch: BatchHeader | None, file_json: str, encoding: str) -> str:
     """One record as a JSON line (without the newline); `file_json` is the file name already encoded."""
     if batch is None or batch.is_control or r.crc is not None:
@@ -52,7 +69,7 @@ def record_line(r: Record, batch: BatchHeader | None, file_json: str, encoding: 
         headers = "[]"
     key, value = r.key, r.value
     return (
-        f'{{"type":"record","file":{file_json},"offset":{r.offset},"position":{batch.position},'
+        f'{record_head(file_json)}{r.offset},"position":{batch.position},'
         f'"timestamp":{r.timestamp},"timestamp_type":"{"LogAppendTime" if batch.timestamp_type == 1 else "CreateTime"}",'
         f'"key":{_bytes_json(key, encoding)},"value":{_bytes_json(value, encoding)},"headers":{headers},'
         f'"sequence":{r.sequence},"key_size":{-1 if key is None else len(key)},'
@@ -92,7 +109,7 @@ def payload_record_line(pr: PayloadRecord, batch: BatchHeader | None, file_json:
     kf = _FORMAT_JSON.get(k.format) or _format_json(k.format)
     vf = _FORMAT_JSON.get(v.format) or _format_json(v.format)
     return (
-        f'{{"type":"record","file":{file_json},"offset":{r.offset},"position":{batch.position},'
+        f'{record_head(file_json)}{r.offset},"position":{batch.position},'
         f'"timestamp":{r.timestamp},"timestamp_type":"{"LogAppendTime" if batch.timestamp_type == 1 else "CreateTime"}",'
         f'"key":{kj},"value":{vj},"headers":{hs},"sequence":{r.sequence},'
         f'"key_size":{-1 if key is None else len(key)},"value_size":{-1 if value is None else len(value)},'
@@ -156,7 +173,7 @@ def write_jsonl(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") 
                     else "[]"
                 )
                 append(
-                    f'{prefix}"offset":{ev.offset},{position}"timestamp":{ev.timestamp},{ts_type}"key":{k},"value":{v},'
+                    f'{prefix}{ev.offset},{position}"timestamp":{ev.timestamp},{ts_type}"key":{k},"value":{v},'
                     f'"headers":{h},"sequence":{ev.sequence},"key_size":{-1 if key is None else len(key)},'
                     f'"value_size":{-1 if value is None else len(value)}}}'
                 )
@@ -166,7 +183,7 @@ def write_jsonl(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") 
         if isinstance(ev, BatchHeader):
             batch = ev
             plain_batch = not ev.is_control and ev.magic == 2
-            prefix = f'{{"type":"record","file":{file_json},'
+            prefix = record_head(file_json)
             tt = "LogAppendTime" if ev.timestamp_type == 1 else "CreateTime"
             position = f'"position":{ev.position},'
             ts_type = f'"timestamp_type":"{tt}",'

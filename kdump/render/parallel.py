@@ -28,14 +28,21 @@ from typing import IO, Any
 from kdump.findings import Finding, Severity
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.dump import DumpEvent, DumpOptions, batches_span, expand_batches
+from kdump.ops.dump import (
+    UNCHECKED,
+    DumpEvent,
+    DumpOptions,
+    batches_span,
+    count_finding,
+    decode_expanded,
+    expand_batches,
+)
 from kdump.ops.files import FileStart
 from kdump.ops.internal import InternalRecord
 from kdump.ops.payload_events import PayloadTally
 from kdump.ops.workers import worker_pool
 from kdump.render import fast_lines
 from kdump.scan.events import ScanSummary
-from kdump.scan.log_scanner import decode_batch_records
 from kdump.scan.source import open_buffer
 from kdump.store.queries import as_path
 
@@ -44,6 +51,11 @@ CHUNK_BYTES = 1 << 20
 
 def _render(events: Iterable[Any], fmt: str, encoding: str) -> str:
     out = io.StringIO()
+    if fmt in TTY_FORMATS:
+        from kdump.render.text import write_text
+
+        write_text(events, out, encoding=encoding)
+        return _tty(out.getvalue().encode("utf-8"), fmt).decode("utf-8")
     if fmt == "json":
         from kdump.render.jsonl import write_jsonl
 
@@ -60,8 +72,21 @@ WorkArgs = tuple[str, str, list[DumpEvent], DumpOptions, str, str, str | None]
 WorkResult = tuple[bytes, int, dict[int, int], PayloadTally | None]
 
 
+# Text lines as shown at a terminal (`render.tty_lines`): whole values, or lines cut with a mark.
+TTY_FORMATS = ("tty", "tty-full")
+
+
+def _tty(data: bytes, fmt: str) -> bytes:
+    from kdump.render.tty_lines import colour_enabled, tty_bytes
+
+    return tty_bytes(data, full=fmt == "tty-full", colour=colour_enabled())
+
+
 def _work(args: WorkArgs) -> WorkResult:
-    _path, _label, _events, options, _fmt, _encoding, decoder = args
+    path, label, events, options, fmt, encoding, decoder = args
+    if fmt in TTY_FORMATS:
+        data, records, counts, tally = _work((path, label, events, options, "text", encoding, decoder))
+        return _tty(data, fmt), records, counts, tally
     payloads = options.payloads
     if payloads is not None and decoder is None and (payloads.decoding or payloads.where):
         from kdump.render.payload_lines import work_payloads
@@ -99,9 +124,9 @@ def _work_fast(args: WorkArgs) -> WorkResult:
                     parts.extend(target)
                 records += ev.count or 0
                 continue
-            decoded, findings = decode_batch_records(buf, ev, label)
+            decoded, findings = decode_expanded(buf, ev, label)
             for f in findings:
-                counts[f.severity] = counts.get(f.severity, 0) + 1
+                count_finding(counts, f)
             records += len(decoded)
             pending.append(ev)
             pending.extend(findings)
@@ -128,10 +153,10 @@ def _work_reference(args: WorkArgs) -> WorkResult:
     counts: dict[int, int] = {}
     for e in expanded:
         if isinstance(e, Finding):
-            counts[e.severity] = counts.get(e.severity, 0) + 1
+            count_finding(counts, e)
     for e in events:
         if isinstance(e, Finding):
-            counts[e.severity] -= 1
+            count_finding(counts, e, -1)
     # A chunk renders as if its file had just started: give the renderer the file context.
     context = [FileStart(label, "log", 0, None)]
     text = _render([*context, *expanded], fmt, encoding)
@@ -157,8 +182,9 @@ def write_parallel(
     fmt: str,
     encoding: str,
     jobs: int,
-) -> None:
-    """Render shallow dump streams with their records decoded by `jobs` worker processes.
+) -> int:
+    """Render shallow dump streams with their records decoded by `jobs` worker processes; how many
+    batches were left undecompressed because their codec's library is missing here (0: none).
 
     Args:
         logs: for each file, its path, its label, its shallow event stream (records=False) and
@@ -175,10 +201,14 @@ def write_parallel(
             turns = _Turns(multiprocessing.get_context("fork"), fd)
         # A closed pipe or Ctrl-C terminates the workers instead of waiting for their queued chunks.
         pool_context = worker_pool(jobs, initializer=_start_worker, initargs=(turns,))
+    unchecked = 0
     with pool_context as pool:
         for path, label, events, decoder in logs:
-            _write_log(pool, out, sink, path, label, events, options, fmt, encoding, jobs, decoder, turns)
+            unchecked += _write_log(
+                pool, out, sink, path, label, events, options, fmt, encoding, jobs, decoder, turns
+            )
     out.flush()
+    return unchecked
 
 
 def _file_descriptor(out: IO[str]) -> int | None:
@@ -282,9 +312,11 @@ def _write_log(
     jobs: int,
     decoder: str | None,
     turns: _Turns | None = None,
-) -> None:
+) -> int:
+    """Render one log; how many of its batches were left undecompressed (their codec is missing)."""
     pending: deque[Future[WorkResult]] = deque()
     tally = _Tally()
+    unchecked = 0
 
     def write(data: bytes) -> None:
         if data:
@@ -317,12 +349,14 @@ def _write_log(
             summary = dataclasses.replace(
                 ev,
                 record_count=tally.records,
+                uncounted_batches=ev.uncounted_batches + extra.get(UNCHECKED, 0),
                 deep=True,
                 findings_info=ev.findings_info + extra.get(Severity.INFO, 0),
                 findings_warning=ev.findings_warning + extra.get(Severity.WARNING, 0),
                 findings_error=ev.findings_error + extra.get(Severity.ERROR, 0),
             )
             write(_render_single(summary, label, fmt, encoding))
+            unchecked += summary.uncounted_batches
             continue
         if isinstance(ev, FileStart):
             tally.drain(pending, 0, write)
@@ -338,6 +372,7 @@ def _write_log(
     if chunk:
         submit(chunk)
     tally.drain(pending, 0, write)
+    return unchecked
 
 
 def _render_single(ev: DumpEvent, label: str, fmt: str, encoding: str) -> bytes:

@@ -18,13 +18,12 @@ from typing import Any
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.dump import DumpOptions, batches_span, expand_batches
+from kdump.ops.dump import DumpOptions, batches_span, count_finding, decode_expanded, expand_batches
 from kdump.ops.files import FileStart
 from kdump.ops.payload_events import PayloadRecord, PayloadTally
 from kdump.ops.payloads import PayloadDecoder, attach_payloads, count_findings, registered_decoder
 from kdump.render import rows
 from kdump.scan.events import ScanSummary
-from kdump.scan.log_scanner import decode_batch_records
 from kdump.scan.source import open_buffer
 from kdump.store.queries import as_path
 
@@ -80,7 +79,7 @@ def _work(
     counts: dict[int, int] = {}
     for e in events:
         if isinstance(e, Finding):
-            counts[e.severity] = counts.get(e.severity, 0) - 1
+            count_finding(counts, e, -1)
     tally: PayloadTally | None = None
     shown: Any = expanded
     if payloads.decoding:
@@ -95,7 +94,7 @@ def _work(
     records = 0
     for e in shown:
         if isinstance(e, Finding):
-            counts[e.severity] = counts.get(e.severity, 0) + 1
+            count_finding(counts, e)
         elif type(e) is Record or type(e) is PayloadRecord:
             records += 1
     return _render(shown, label, fmt, encoding), records, counts, tally
@@ -161,10 +160,10 @@ def _direct(
                     else _render([ev], label, fmt, encoding).decode()[:-1]
                 )
                 continue
-            recs, found = decode_batch_records(buf, ev, label)
+            recs, found = decode_expanded(buf, ev, label)
             append(batch_line(ev))
             for f in found:
-                counts[f.severity] = counts.get(f.severity, 0) + 1
+                count_finding(counts, f)
                 append(finding(f))
             records += len(recs)
             if ev.is_control:
@@ -176,7 +175,7 @@ def _direct(
             for r in recs:
                 pr, fs = decode(r, ev, label)
                 for f in fs:
-                    counts[f.severity] = counts.get(f.severity, 0) + 1
+                    count_finding(counts, f)
                     append(finding(f))
                 append(decoded(pr, ev))
     if parts:
@@ -188,7 +187,7 @@ def _fast_json(decoder: PayloadDecoder, file_json: str, encoding: str) -> Any:
     """The JSON lines of a batch's records, as long as each takes the decoder's common case (a raw
     or int key, a value of a known live schema): `jsonl.payload_record_line`'s line, built without
     the record's event. Returns the records from the first one that does not (for the general way)."""
-    from kdump.render.jsonl import _bytes_json
+    from kdump.render.jsonl import _bytes_json, record_head
 
     key_kind = decoder.options.key_type
     key_format = "null" if key_kind == "raw" else f'"{key_kind}"'
@@ -198,7 +197,7 @@ def _fast_json(decoder: PayloadDecoder, file_json: str, encoding: str) -> Any:
 
     def lines(recs: list[Record], h: BatchHeader, append: Any) -> list[Record]:
         head = (
-            f'{{"type":"record","file":{file_json},"offset":',
+            record_head(file_json),
             f',"position":{h.position},"timestamp":',
             f',"timestamp_type":"{"LogAppendTime" if h.timestamp_type == 1 else "CreateTime"}","key":',
         )

@@ -19,10 +19,12 @@ def report_summary_row(r: PartitionReport) -> dict[str, Any]:
         "scope": r.kind,
         "segments": r.segments,
         "batches": r.batches,
-        "records": r.records,
+        **records_fields(r.records, r.uncounted),
         "size": r.size,
         "valid_bytes": r.valid_bytes,
-        "first_offset": r.first_offset,
+        # A wrapper's last offset is never shown as the first: the first is unknown, at most it.
+        "first_offset": r.first_offset if r.first_offset_known else None,
+        "first_offset_at_most": None if r.first_offset_known else r.first_offset,
         "last_offset": r.last_offset,
         **coverage_fields(r.log_bytes, r.checked_bytes, r.limited),
         "partitions": None if r.is_leaf else r.partitions,
@@ -30,6 +32,38 @@ def report_summary_row(r: PartitionReport) -> dict[str, Any]:
         **tiered_fields(r),
         "findings": {s.label: r.total(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)},
     }
+
+
+def records_fields(records: int, uncounted: int) -> dict[str, Any]:
+    """The record count as JSON fields: null (unknown, never 0) when batches were left uncounted."""
+    return {
+        "records": records if not uncounted else None,
+        "records_counted": records,
+        "uncounted_batches": uncounted,
+    }
+
+
+def records_text(records: int, uncounted: int) -> str:
+    """`51 records`, or where batches could not be decompressed, that the count is unknown."""
+    if not uncounted:
+        return f"{records} records"
+    return f"unknown records ({records} counted, {uncounted} batches not decompressed)"
+
+
+def offsets_text(r: PartitionReport) -> str:
+    """`offsets 749..799`; a first offset known only as a wrapper's last offset is shown as a bound."""
+    if r.first_offset is None:
+        return "no offsets"
+    if not r.first_offset_known:
+        return f"offsets ?..{r.last_offset} (the first unknown, at most {r.first_offset})"
+    return f"offsets {r.first_offset}..{r.last_offset}"
+
+
+def status_text(r: PartitionReport) -> str:
+    """ok, DAMAGED (errors), or UNCHECKED: no error, but what a codec missing here hid was not checked."""
+    if r.total(Severity.ERROR):
+        return "DAMAGED"
+    return "UNCHECKED" if r.uncounted or any(f.code == "codec-unavailable" for f in r.findings) else "ok"
 
 
 def tiered_fields(r: PartitionReport) -> dict[str, Any]:
@@ -77,7 +111,7 @@ def overall_row(reports: Sequence[PartitionReport], exit_code: int) -> dict[str,
         "partitions": len(leaves),
         "segments": sum(r.segments for r in leaves),
         "batches": sum(r.batches for r in leaves),
-        "records": sum(r.records for r in leaves),
+        **records_fields(sum(r.records for r in leaves), sum(r.uncounted for r in leaves)),
         "size": sum(r.size for r in leaves),
         **coverage_fields(
             sum(r.log_bytes for r in leaves),
@@ -95,14 +129,15 @@ def overall_row(reports: Sequence[PartitionReport], exit_code: int) -> dict[str,
 def report_lines(r: PartitionReport) -> list[str]:
     """Text lines: one per finding, then the partition's summary."""
     lines = [finding_line(f) for f in r.findings]
-    status = "ok" if r.total(Severity.ERROR) == 0 else "DAMAGED"
+    status = status_text(r)
     findings = f"{r.total(Severity.ERROR)} errors, {r.total(Severity.WARNING)} warnings, {r.total(Severity.INFO)} info"
     coverage = coverage_text(r.log_bytes, r.checked_bytes, r.limited)
     if r.is_leaf:
-        offsets = "no offsets" if r.first_offset is None else f"offsets {r.first_offset}..{r.last_offset}"
-        counts = f"{r.segments} segments, {r.batches} batches, {r.records} records, {offsets}{tiered_text(r)}"
+        records = records_text(r.records, r.uncounted)
+        counts = f"{r.segments} segments, {r.batches} batches, {records}, {offsets_text(r)}{tiered_text(r)}"
     else:
-        counts = f"{r.partitions} partitions, {r.segments} segments, {r.batches} batches, {r.records} records"
+        records = records_text(r.records, r.uncounted)
+        counts = f"{r.partitions} partitions, {r.segments} segments, {r.batches} batches, {records}"
     taken = f" ({r.taken_as})" if r.taken_as is not None and not r.is_leaf else ""
     lines.append(f"{status}: {r.label}{taken}: {counts}; {findings}; {coverage}")
     return lines

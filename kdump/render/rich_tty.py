@@ -173,17 +173,40 @@ def _batch_cells(h: BatchHeader) -> list[str]:
     ]
 
 
+# Longest key, value or decoded value shown whole in a table cell unless --full-values is given.
+CELL_LIMIT = 200
+
+
+def cell(text: str, full: bool, limit: int = CELL_LIMIT) -> str:
+    """`text` for a table cell: cut at `limit` characters with a mark saying how many bytes are left
+    out and the option that shows them (never cut with `full`)."""
+    if full or len(text) <= limit:
+        return text
+    rest = len(text[limit:].encode("utf-8", "surrogateescape"))
+    return text[:limit] + f"\N{HORIZONTAL ELLIPSIS}(+{rest} bytes; --full-values)"
+
+
+def _shown(data: bytes | None, encoding: str, full: bool) -> str:
+    return "null" if data is None else printable(cell(str(rows.encode_bytes(data, encoding)), full))
+
+
 def write_rich(
-    events: Iterable[Any], out: IO[str], *, encoding: str = "utf8", console: Console | None = None
+    events: Iterable[Any],
+    out: IO[str],
+    *,
+    encoding: str = "utf8",
+    console: Console | None = None,
+    full_values: bool = False,
 ) -> None:
     """Print dump events as tables of at most a few hundred rows (so output still streams).
 
-    Tables fit the console's width (`fitted_table`); `console` is for a given width (tests).
+    Tables fit the console's width (`fitted_table`); `console` is for a given width (tests). Keys,
+    values and header values longer than `CELL_LIMIT` are cut with a mark unless `full_values`;
+    a null one is shown as null. The file's name heads its tables once, not again in their titles.
     """
     console = console or make_console(out)
     pending: list[tuple[Sequence[str], str | None]] = []
     cols: Sequence[Col] = BATCH_COLS
-    current = ""
 
     def start(kind: Sequence[Col]) -> None:
         nonlocal cols
@@ -193,13 +216,12 @@ def write_rich(
 
     def flush() -> None:
         if pending:
-            console.print(fitted_table(current, cols, pending, console.width))
+            console.print(fitted_table("", cols, pending, console.width))
         pending.clear()
 
     for ev in _with_lookahead(events):
         if isinstance(ev, FileStart):
             flush()
-            current = ev.file
             console.print(f"{ev.file} ({ev.kind}, {ev.size} bytes)", style="bold")
         elif isinstance(ev, InternalRecord):
             start(RECORD_COLS)
@@ -207,23 +229,25 @@ def write_rich(
             cells = [
                 str(ev.record.offset),
                 str(ev.record.timestamp),
-                json.dumps(d.get("key"), separators=(",", ":"))[:200],
-                json.dumps(d.get("value"), separators=(",", ":"))[:400],
+                printable(cell(json.dumps(d.get("key"), separators=(",", ":")), full_values)),
+                printable(
+                    cell(json.dumps(d.get("value"), separators=(",", ":")), full_values, 2 * CELL_LIMIT)
+                ),
                 printable(str(d.get("record") or "")),
             ]
             pending.append((cells, None))
         elif isinstance(ev, Record):
             start(RECORD_COLS)
             headers = ", ".join(
-                f"{k.decode('utf-8', 'backslashreplace')}={rows.encode_bytes(v, encoding)}"
+                f"{printable(k.decode('utf-8', 'backslashreplace'))}={_shown(v, encoding, full_values)}"
                 for k, v in ev.headers
             )
             cells = [
                 str(ev.offset),
                 str(ev.timestamp),
-                "null" if ev.key is None else printable(str(rows.encode_bytes(ev.key, encoding))),
-                "null" if ev.value is None else printable(str(rows.encode_bytes(ev.value, encoding))[:200]),
-                printable(headers),
+                _shown(ev.key, encoding, full_values),
+                _shown(ev.value, encoding, full_values),
+                headers,
             ]
             pending.append((cells, None))
         elif isinstance(ev, BatchHeader):
@@ -315,13 +339,15 @@ def verify_table(console: Console, reports: Any, exit_code: int) -> None:
     rows: list[tuple[Sequence[str], str | None]] = []
     for r in reports:
         offsets = "" if r.first_offset is None or not r.is_leaf else f"{r.first_offset}..{r.last_offset}"
+        if offsets and not r.first_offset_known:
+            offsets = f"?..{r.last_offset}"  # the first lies in a wrapper its codec could not open here
         errors = r.total(Severity.ERROR)
         share = 100.0 if r.log_bytes == 0 else 100.0 * r.checked_bytes / r.log_bytes
         cells = [
             relative_label(r.label, root) if r.is_leaf else rollup_label(r.label, r.kind, root),
             str(r.segments),
             str(r.batches),
-            str(r.records),
+            str(r.records) if not r.uncounted else f"{r.records}+?",  # some batches were not decompressed
             offsets,
             f"{share:.0f}%",
             str(errors),

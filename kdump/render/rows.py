@@ -8,12 +8,16 @@ encoding (`utf8` with invalid bytes escaped as `\\xNN`, `hex`, or `base64`) or n
 from __future__ import annotations
 
 import base64
+import functools
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.constants import CODEC_LABELS, ControlType, TimestampType
 from kdump.formats.control import decode_control_key, decode_end_txn_marker
+from kdump.formats.filenames import parse_partition_dir_name
 from kdump.formats.records import Record
 from kdump.ops.files import Entry, FileStart
 from kdump.ops.payload_events import PayloadRecord
@@ -49,6 +53,8 @@ BATCH_FIELDS = (
 )
 
 RECORD_FIELDS = (
+    "topic",
+    "partition",
     "offset",
     "position",
     "timestamp",
@@ -132,11 +138,27 @@ def control_fields(r: Record) -> dict[str, Any] | None:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def topic_partition(file: str) -> tuple[str | None, int | None]:
+    """The topic and partition a log file belongs to, from its directory's name (`orders-3`, also
+    `orders-3.<id>-delete`); (None, None) when that directory is not named as a partition."""
+    if "://" not in file and "!" not in file:
+        file = str(Path(file).absolute())
+    parent = file.replace(os.sep, "/").rstrip("/").rsplit("/", 2)
+    if len(parent) < 2:
+        return None, None
+    parsed = parse_partition_dir_name(parent[-2])
+    return (None, None) if parsed is None else (parsed.topic, parsed.partition)
+
+
 def record_row(r: Record, batch: BatchHeader | None, file: str, encoding: str) -> dict[str, Any]:
     """A record; `batch` is the batch that holds it (for its position and timestamp type)."""
+    topic, partition = topic_partition(file)
     row: dict[str, Any] = {
         "type": "record",
         "file": file,
+        "topic": topic,
+        "partition": partition,
         "offset": r.offset,
         "position": batch.position if batch is not None else None,
         "timestamp": r.timestamp,
@@ -221,8 +243,12 @@ def summary_row(s: ScanSummary) -> dict[str, Any]:
         "scanned_bytes": s.scanned_bytes,
         "batch_count": s.batch_count,
         "valid_batch_count": s.valid_batch_count,
-        "record_count": s.record_count,
-        "first_offset": s.first_offset,
+        # Null, never 0 or a guess, where batches' records were not decompressed (their codec is missing).
+        "record_count": None if s.uncounted_batches else s.record_count,
+        "records_counted": s.record_count,
+        "uncounted_batches": s.uncounted_batches,
+        "first_offset": s.first_offset if s.first_offset_known else None,
+        "first_offset_at_most": None if s.first_offset_known else s.first_offset,
         "last_offset": s.last_offset,
         "max_timestamp": s.max_timestamp,
         "offset_of_max_timestamp": s.offset_of_max_timestamp,

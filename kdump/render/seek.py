@@ -47,7 +47,9 @@ def via_text(r: SeekResult) -> str:
 
 def seek_line(r: SeekResult) -> str:
     """One partition's answer as `key: value` pairs (grep- and awk-friendly)."""
-    if r.offset is None:
+    if r.unknown:
+        offset = "offset: unknown"
+    elif r.offset is None:
         offset = "offset: none"
     elif r.target in _WHAT:
         offset = f"offset: {r.offset} ({_WHAT[r.target]})"
@@ -106,7 +108,7 @@ def seek_table(console: Console, results: Sequence[SeekResult]) -> None:
         segment = "" if r.segment is None else r.segment.rsplit("/", 1)[-1]
         cells = [
             relative_label(r.partition, root),
-            "none" if r.offset is None else str(r.offset),
+            "unknown" if r.unknown else "none" if r.offset is None else str(r.offset),
             ts,
             segment,
             "" if r.position is None else str(r.position),

@@ -155,7 +155,17 @@ def finding_line(f: Finding) -> str:
 
 def summary_line(s: ScanSummary) -> str:
     """The end of a log file."""
-    offsets = "no offsets" if s.first_offset is None else f"offsets {s.first_offset}..{s.last_offset}"
+    if s.first_offset is None:
+        offsets = "no offsets"
+    elif not s.first_offset_known:
+        offsets = f"offsets ?..{s.last_offset} (the first unknown, at most {s.first_offset})"
+    else:
+        offsets = f"offsets {s.first_offset}..{s.last_offset}"
+    records = f"{s.record_count} records"
+    if s.uncounted_batches:
+        records = (
+            f"unknown records ({s.record_count} counted, {s.uncounted_batches} batches not decompressed)"
+        )
     # A partial read says which positions it covered: it judged nothing outside them.
     covered = (
         f"partial read of positions {s.start}..{s.scanned_bytes} of {s.size} (nothing else checked), "
@@ -164,7 +174,7 @@ def summary_line(s: ScanSummary) -> str:
         else f"valid bytes {s.valid_bytes} of {s.size}"
     )
     return (
-        f"Summary: {s.batch_count} batches, {s.record_count} records, {offsets}, "
+        f"Summary: {s.batch_count} batches, {records}, {offsets}, "
         f"{covered}, stopped: {s.stop_reason}, "
         f"findings: {s.findings_error} errors, {s.findings_warning} warnings, {s.findings_info} info"
     )

@@ -64,6 +64,11 @@ class ScanSummary:
     findings_warning: int
     findings_error: int
     deep: bool
+    # Batches whose records were needed (a legacy wrapper's always, any batch's when `deep`) but not
+    # decompressed, their codec's library missing here: their records are not in `record_count`. And whether `first_offset` is the first
+    # offset, or only the last offset of such a wrapper (the first is then unknown, at most that).
+    uncounted_batches: int = 0
+    first_offset_known: bool = True
 
     @property
     def next_offset(self) -> int | None:

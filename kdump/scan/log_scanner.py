@@ -311,7 +311,9 @@ def scan_log(
     valid_end: int | None = None
     counts = {Severity.INFO: 0, Severity.WARNING: 0, Severity.ERROR: 0}
     batch_count = valid_batch_count = record_count = salvageable = 0
+    uncounted = 0  # batches whose records were needed but whose codec is missing here: their records unknown
     first_offset: int | None = None
+    first_offset_known = True
     last_offset: int | None = None
     max_ts = -1
     offset_of_max_ts: int | None = None
@@ -356,6 +358,7 @@ def scan_log(
                         if isinstance(part, int):
                             record_count += part
                         elif isinstance(part, Finding):
+                            uncounted += part.code == "codec-unavailable"
                             yield tally(part)
                         else:
                             yield part
@@ -368,6 +371,7 @@ def scan_log(
                         records, findings = decode_batch_records(buf, header, file)
                         for f in findings:
                             yield tally(f)
+                        uncounted += _unavailable(findings)
                         record_count += len(records)
                         yield from records
                 else:
@@ -583,6 +587,8 @@ def scan_log(
                     first_offset = (
                         header.base_offset if header.base_offset is not None else header.last_offset
                     )
+                    # A wrapper that was not decompressed: its own offset is its last, its first unknown.
+                    first_offset_known = header.base_offset is not None or not header.compression
                 last_offset = header.last_offset
                 if header.max_timestamp > max_ts:
                     max_ts = header.max_timestamp
@@ -594,12 +600,15 @@ def scan_log(
             # The wrapper was decoded anyway, for its offsets: what that shows about its offsets
             # is reported by the shallow scan too (the rest of its records' checks stay --deep).
             for f in legacy_records[1]:
-                if f.code in WRAPPER_OFFSET_CODES:
+                if f.code in WRAPPER_OFFSET_CODES or f.code == "codec-unavailable":
                     yield tally(f)
+        if legacy_records is not None and not deep and _unavailable(legacy_records[1]):
+            uncounted += 1  # never counted as 0 records: the wrapper's inner messages are unknown
         if deep:
             records, findings = legacy_records or decode_batch_records(buf, header, file)
             for f in findings:
                 yield tally(f)
+            uncounted += _unavailable(findings)  # its records were not decoded, so not counted
             record_count += len(records)
             if not batch_runs:
                 yield from records
@@ -631,6 +640,8 @@ def scan_log(
         findings_warning=counts[Severity.WARNING],
         findings_error=counts[Severity.ERROR],
         deep=deep,
+        uncounted_batches=uncounted,
+        first_offset_known=first_offset_known,
     )
 
 
@@ -737,6 +748,10 @@ def _whole_record_count(data: bytes, h: BatchHeader) -> int | None:
     return None
 
 
+def _unavailable(findings: list[Finding]) -> bool:
+    return any(f.code == "codec-unavailable" for f in findings)
+
+
 def decode_batch_records(buf: Buffer, h: BatchHeader, file: str) -> tuple[list[Record], list[Finding]]:
     """Decompress and decode one entry's records; damage becomes findings."""
     pos = h.position
@@ -771,7 +786,14 @@ def decode_batch_records(buf: Buffer, h: BatchHeader, file: str) -> tuple[list[R
                 inner = decompress(h.compression, value, magic=h.magic)
             records, error = decode_legacy_records(entry, h, inner)
     except CodecUnavailableError as exc:
-        findings.append(make_finding("codec-unavailable", file, str(exc), position=pos, offset=offset))
+        if h.magic == 2:
+            what = f"its {h.count} records (offsets {h.base_offset}..{h.last_offset}, as its header says) were not checked"
+        else:
+            what = (
+                f"its inner messages were not read: the last offset is {h.last_offset}, the first is unknown"
+            )
+        message = f"{exc}; {what}"
+        findings.append(make_finding("codec-unavailable", file, message, position=pos, offset=offset))
         return [], findings
     except CodecError as exc:
         findings.append(make_finding("decompression-failed", file, str(exc), position=pos, offset=offset))

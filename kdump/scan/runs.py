@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from kdump.errors import CodecError
 from kdump.findings import Finding
-from kdump.formats import fast_records, fast_walk
+from kdump.formats import codecs, fast_records, fast_walk
 from kdump.formats.batch import BatchHeader
 from kdump.formats.codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
 from kdump.formats.constants import CONTROL_MASK, TIMESTAMP_TYPE_MASK, V2_HEADER_SIZE, Codec
@@ -77,8 +78,8 @@ def _zstd_one_shot() -> Callable[[bytes], bytes | None] | None:
     """zstd's one-shot path of `codecs.decompress` (a single frame that states its size): the same
     bytes it returns; None for any other payload (the reference then decompresses it)."""
     try:
-        import zstandard
-    except ImportError:
+        zstandard = codecs.load("zstandard")
+    except CodecError:  # missing or broken: the reference path says so, as a finding
         return None
     local = threading.local()
     limit = DEFAULT_MAX_DECOMPRESSED_SIZE

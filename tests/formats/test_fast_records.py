@@ -82,10 +82,15 @@ def _both(fn: Callable[[], T]) -> tuple[T, T]:
     return ref, fn()
 
 
-def _render_reference(events: list[object], fmt: str, encoding: str) -> bytes:
+# Files whose directory is named as a partition (JSON record lines then carry its topic and
+# partition, quoted and escaped) and one whose directory is not (both null).
+PARTITION_FILES = (FILE, "logs/orders-3/00000000000000000000.log", 'logs/t\u00e9"st.x-2147483647/0.log')
+
+
+def _render_reference(events: list[object], fmt: str, encoding: str, file: str = FILE) -> bytes:
     out = io.StringIO()
     writer = write_jsonl if fmt == "json" else write_text
-    writer([FileStart(FILE, "log", 0, None), *events], out, encoding=encoding)
+    writer([FileStart(file, "log", 0, None), *events], out, encoding=encoding)
     text = out.getvalue()
     return text.split("\n", 1)[1].encode("utf-8")
 
@@ -170,11 +175,13 @@ def _check_rendering(batch: bytes, *, must_take_fast_path: bool) -> None:
     records, findings = with_ref
     for fmt in ("json", "text"):
         for encoding in ("utf8", "hex", "base64"):
-            fast = fast_lines.render_batch(batch, h, json.dumps(FILE), fmt, encoding)
-            if fast is None:
-                assert not must_take_fast_path, (fmt, encoding)
-                continue
-            assert fast == _render_reference([h, *findings, *records], fmt, encoding), (fmt, encoding)
+            for file in PARTITION_FILES if fmt == "json" else (FILE,):
+                fast = fast_lines.render_batch(batch, h, json.dumps(file), fmt, encoding)
+                if fast is None:
+                    assert not must_take_fast_path, (fmt, encoding)
+                    continue
+                expected = _render_reference([h, *findings, *records], fmt, encoding, file)
+                assert fast == expected, (fmt, encoding, file)
 
 
 @needs_compiled
@@ -363,3 +370,21 @@ def test_columns_of_a_run_stop_at_the_first_declined_batch(batches: list[bytes])
 def data_batch(h: BatchHeader, batches: list[bytes]) -> bytes:
     """The batch (of `batches`) that `h` was read from."""
     return next(b for b in batches if _header(b) == h)
+
+
+@needs_compiled
+def test_json_record_lines_carry_topic_and_partition_both_ways() -> None:
+    batch = build_v2_batch(0, [NewRecord(b"k", b"v", 1_700_000_000_000)])
+    h = _header(batch)
+    for file, expected in (
+        ("logs/orders-3/00000000000000000000.log", ("orders", 3)),
+        ('logs/t\u00e9"st.x-2147483647/0.log', ('t\u00e9"st.x', 2147483647)),
+        (FILE, (None, None)),
+    ):
+        fast = fast_lines.render_batch(batch, h, json.dumps(file), "json", "utf8")
+        assert fast is not None
+        reference = _render_reference([h, *decode_batch_records(batch, h, file)[0]], "json", "utf8", file)
+        assert fast == reference
+        record = json.loads(fast.splitlines()[1])
+        assert (record["topic"], record["partition"]) == expected
+        assert list(record)[:5] == ["type", "file", "topic", "partition", "offset"]

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from kdump.model.entries import FileType, NameKind, broker_offset_from_name, classify_name, probe
+from kdump.model.entries import (
+    FileType,
+    NameKind,
+    broker_offset_from_name,
+    classify_name,
+    file_kind,
+    leftover_description,
+    probe,
+    temp_file_base,
+)
 
 
 @pytest.mark.parametrize(
@@ -75,3 +84,30 @@ def test_probe_never_opens_and_names_every_type(tmp_path: Path) -> None:
     assert probe(tmp_path / "gone").type == FileType.DANGLING_SYMLINK
     assert probe(tmp_path / "dev").type == FileType.DEVICE
     assert probe(tmp_path / "missing").type == FileType.MISSING
+
+
+@pytest.mark.parametrize(
+    ("name", "base"),
+    [
+        ("recovery-point-offset-checkpoint.tmp", "recovery-point-offset-checkpoint"),
+        ("leader-epoch-checkpoint.tmp", "leader-epoch-checkpoint"),
+        ("partition.metadata.tmp", "partition.metadata"),
+        ("meta.properties.tmp", "meta.properties"),
+        ("bootstrap.checkpoint.tmp", "bootstrap.checkpoint"),
+        ("quorum-state.tmp", "quorum-state"),
+        ("notes.tmp", None),
+        ("00000000000000000000.log.tmp", None),
+        ("recovery-point-offset-checkpoint", None),
+    ],
+)
+def test_temp_files_of_state_files(name: str, base: str | None) -> None:
+    assert temp_file_base(name) == base
+    assert (file_kind(Path(name)) == "temp-file") is (base is not None)
+
+
+def test_broker_leftovers_by_name() -> None:
+    assert file_kind(Path(".lock")) == "lock"
+    assert file_kind(Path(".kafka_cleanshutdown")) == "clean-shutdown"
+    assert leftover_description(Path(".kafka_cleanshutdown"), "clean-shutdown", 0) is not None
+    assert "empty" in (leftover_description(Path(".kafka_cleanshutdown"), "clean-shutdown", 0) or "")
+    assert leftover_description(Path("segment-copy.log"), None, 10) is None

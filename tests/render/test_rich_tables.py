@@ -20,12 +20,13 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from kdump.findings import Severity
-from kdump.formats.batch import BatchHeader
-from kdump.formats.records import Record
+from kdump.formats.batch import BatchHeader, decode_v2_header
+from kdump.formats.records import NewRecord, Record, build_v2_batch
 from kdump.model.log_dir import discover
 from kdump.ops.dump import DumpOptions, dump_targets
+from kdump.ops.files import FileStart
 from kdump.ops.verify import VerifyOptions, verify_targets
-from kdump.render.rich_tty import Col, common_root, fitted_table, printable, verify_table, write_rich
+from kdump.render.rich_tty import Col, cell, common_root, fitted_table, printable, verify_table, write_rich
 
 WIDTHS = [80, 120]
 
@@ -93,10 +94,10 @@ def test_verify_table_of_one_partition_names_it_by_its_directory(corpus_root: Pa
     assert _rows(out.getvalue())[0][0] == "txn-1"
 
 
-def _dump(width: int, part: Path, records: bool) -> tuple[str, list[object]]:
+def _dump(width: int, part: Path, records: bool, full: bool = True) -> tuple[str, list[object]]:
     events = list(dump_targets([discover(str(part))], DumpOptions(records=records)))
     console, out = _console(width)
-    write_rich(iter(events), out, console=console)
+    write_rich(iter(events), out, console=console, full_values=full)
     return out.getvalue(), events
 
 
@@ -160,6 +161,34 @@ def test_common_root() -> None:
     assert common_root(["/d/b1/a-0", "/d/b2/a-0"]) == "/d"
     assert common_root(["a-0"]) is None
     assert common_root(["x/a-0", "/abs/b-0"]) is None
+
+
+def test_long_values_are_cut_with_a_mark_naming_the_option() -> None:
+    long = "v" * 250 + "\u00e9" * 10
+    assert cell(long, full=False) == "v" * 200 + "\u2026(+70 bytes; --full-values)"
+    assert cell(long, full=True) == long
+    assert cell("short", full=False) == "short"
+
+
+def test_record_table_shows_null_header_values_as_null_and_the_file_name_once() -> None:
+    header = decode_v2_header(*_one_batch())
+    events = [
+        FileStart("t-0/00000000000000000000.log", "log", header.size, 0),
+        header,
+        Record(0, 1, b"k", b"x" * 300, ((b"h", None), (b"g", b"1")), 0),
+    ]
+    console, out = _console(400)
+    write_rich(iter(events), out, console=console)
+    text = out.getvalue()
+    assert text.count("t-0/00000000000000000000.log") == 1
+    assert "h=null" in text
+    assert "None" not in text
+    assert "x" * 200 + "\u2026(+100 bytes; --full-values)" in text
+
+
+def _one_batch() -> tuple[bytes, int, int]:
+    batch = build_v2_batch(0, [NewRecord(b"k", b"v", 1)])
+    return batch, 0, len(batch)
 
 
 def test_control_characters_in_data_are_escaped_in_tables() -> None:

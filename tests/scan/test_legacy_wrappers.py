@@ -200,3 +200,34 @@ def test_real_legacy_segments_stay_clean(corpus_logdirs: Path, deep: bool) -> No
     assert [f for f in findings if f.severity == Severity.ERROR] == []
     assert sum(r.batches for r in reports if "legacy-v0" in r.label) > 0
     assert sum(r.batches for r in reports if "legacy-v1" in r.label) > 0
+
+
+# --- a wrapper whose codec cannot be loaded ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("deep", [False, True], ids=["shallow", "deep"])
+def test_wrapper_without_its_codec_is_counted_unknown(monkeypatch: pytest.MonkeyPatch, deep: bool) -> None:
+    from kdump.errors import CodecUnavailableError
+    from kdump.formats import codecs
+
+    plain = encode_legacy_message(offset=39, magic=1, key=None, value=b"v", timestamp=BASE_TS)
+    wrapped = _wrapper(_inner([40, 41, 42], magic=1), magic=1, offset=42, codec=Codec.LZ4)
+    first = _wrapper(_inner([30, 31], magic=1), magic=1, offset=31, codec=Codec.LZ4)
+
+    def unavailable(name: str) -> object:
+        raise CodecUnavailableError(codecs.unavailable_message(name, ImportError("simulated")))
+
+    monkeypatch.setattr(codecs, "_load", unavailable)
+    s = Scan(first + plain + wrapped, deep=deep)
+    found = [f for f in s.findings if f.code == "codec-unavailable"]
+    assert [f.offset for f in found] == [31, 42]  # once each, shallow or deep
+    assert found[1].message == (
+        "lz4 payloads cannot be decompressed here: the Python library lz4 (module lz4.block) cannot be loaded "
+        "(ImportError: simulated); install it with `pip install lz4`; its inner messages were not read: the last "
+        "offset is 42, the first is unknown"
+    )
+    # Only the plain message is counted; the wrappers' records are not 0 but unknown, and the first
+    # offset is the first wrapper's last, an upper bound.
+    assert (s.summary.record_count, s.summary.uncounted_batches) == (1, 2)
+    assert (s.summary.first_offset, s.summary.first_offset_known, s.summary.last_offset) == (31, False, 42)
+    assert [r.offset for r in s.records] == ([39] if deep else [])

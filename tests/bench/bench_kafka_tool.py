@@ -1,0 +1,87 @@
+"""kdump against Kafka's own `kafka-dump-log` of a real release, on the same big segments.
+
+Usage:
+    python tests/bench/make_segments.py DIR                 # once: DIR/{a,b,c}-0
+    python tests/bench/bench_kafka_tool.py DIR [--release 4.4.0] [--runs 3] [--shapes a,c]
+
+Kafka's tool runs as `kafka-dump-log.sh` runs it (`kafka-run-class.sh`'s JVM options: the server
+VM, G1, a 256 MiB heap unless KAFKA_HEAP_OPTS says otherwise) from the release's jars, fetched by
+tests/brokers/releases.py into the cache outside the checkout. Each pair runs interleaved, whole
+process, output to /dev/null, after one warm-up of each side (bench_speed.pair): kdump's time over
+Kafka's, run by run, and the median of those ratios.
+
+- shallow: `kdump dump SEG` against `--files SEG` (batch lines);
+- deep: `kdump dump --records --skip-payloads SEG` where kdump has it, else `kdump dump --records
+  SEG`, against `--deep-iteration`;
+- deep with payloads: `kdump dump --records SEG` against `--deep-iteration --print-data-log`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from bench_speed import pair  # noqa: E402
+from brokers.releases import fetch  # noqa: E402
+from brokers.tools import dump_log_class  # noqa: E402
+
+
+def kafka_tool(version: str) -> list[str]:
+    """The command line of the release's kafka-dump-log, with its script's JVM options."""
+    release = fetch(version)
+    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
+    heap = os.environ.get("KAFKA_HEAP_OPTS", "-Xmx256M").split()
+    return [
+        java,
+        *heap,
+        "-server",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:InitiatingHeapOccupancyPercent=35",
+        "-XX:+ExplicitGCInvokesConcurrent",
+        "-Djava.awt.headless=true",
+        "-cp",
+        release.classpath,
+        dump_log_class(release),
+    ]
+
+
+def _kdump_has(kdump: str, option: str) -> bool:
+    help_text = subprocess.run([kdump, "dump", "--help"], capture_output=True, text=True, check=False).stdout
+    return option in help_text
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("root", type=Path)
+    ap.add_argument("--release", default="4.4.0")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--shapes", default="a,c")
+    args = ap.parse_args()
+    kdump = str(Path(sys.executable).with_name("kdump"))
+    kafka = kafka_tool(args.release)
+    deep = ["--records", "--skip-payloads"] if _kdump_has(kdump, "--skip-payloads") else ["--records"]
+    print(f"Kafka {args.release} kafka-dump-log vs kdump; A = kdump, B = Kafka's tool", flush=True)
+    for shape in args.shapes.split(","):
+        log = str(args.root / f"{shape}-0" / "00000000000000000000.log")
+        cases = {
+            "shallow": ([kdump, "dump", log], [*kafka, "--files", log]),
+            "deep": ([kdump, "dump", *deep, log], [*kafka, "--deep-iteration", "--files", log]),
+            "deep with payloads": (
+                [kdump, "dump", "--records", log],
+                [*kafka, "--deep-iteration", "--print-data-log", "--files", log],
+            ),
+        }
+        for name, (a, b) in cases.items():
+            pair(f"{shape.upper()}: {name}", a, b, args.runs)
+
+
+if __name__ == "__main__":
+    main()
