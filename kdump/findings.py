@@ -2,8 +2,9 @@
 
 A finding is bad (or merely notable) bytes on disk, never an exception. Each code is a stable
 kebab-case identifier, part of kdump's public interface like its exit codes: codes are added,
-never renamed. Each carries a severity, what a broker does when it meets the condition, and the
-kdump command that repairs it. `man/kdump-findings.7` is generated from this table (a test keeps
+never renamed. Each carries the broker's consequence (what an Apache Kafka broker does when it meets
+the condition), its severity, which follows from that consequence by one rule (`SEVERITY_OF`), and
+the kdump command that repairs it. `man/kdump-findings.7` is generated from this table (a test keeps
 them in step).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from enum import IntEnum
+from enum import Enum, IntEnum
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +35,49 @@ class Severity(IntEnum):
         return cls[text.upper()]
 
 
+class Consequence(Enum):
+    """What a broker does when it meets a finding's condition: the one thing its severity follows.
+
+    kdump is a gate: its verdict must be the broker's. The value is the label the man page shows.
+    """
+
+    REFUSES = "refuses"  # refuses to start, to load the partition, or takes its log dir offline
+    SERVES_WRONG = "serves-wrong"  # serves wrong records or none, or answers a lookup with a wrong offset
+    LOSES = "loses"  # records are lost: recovery truncates them, a follower drops them, or they are gone
+    UNCHECKED = "unchecked"  # kdump could not check what it was given: a gate that did not look must not pass
+    REPAIRS = "repairs"  # repairs it or sets it aside (at start-up or later) with no effect on the data
+    OUTSIDE = "outside"  # not the broker's matter: clients, a schema registry, or kdump's own environment
+    LEGAL = "legal"  # what a healthy broker writes or leaves
+
+
+# The one rule: a finding is an error when the broker loses, refuses or mis-serves data (or kdump
+# could not look), a warning when the broker copes without a data effect, info when it is legal.
+SEVERITY_OF: dict[Consequence, Severity] = {
+    Consequence.REFUSES: Severity.ERROR,
+    Consequence.SERVES_WRONG: Severity.ERROR,
+    Consequence.LOSES: Severity.ERROR,
+    Consequence.UNCHECKED: Severity.ERROR,
+    Consequence.REPAIRS: Severity.WARNING,
+    Consequence.OUTSIDE: Severity.WARNING,
+    Consequence.LEGAL: Severity.INFO,
+}
+
+
 @dataclass(frozen=True, slots=True)
 class FindingKind:
-    """What one finding code means."""
+    """What one finding code means; its severity is derived from its consequence, never set."""
 
     code: str
-    severity: Severity
+    consequence: Consequence
     where: str
     meaning: str
     broker: str
     repair: str | None
+
+    @property
+    def severity(self) -> Severity:
+        """The severity the consequence gives (`SEVERITY_OF`)."""
+        return SEVERITY_OF[self.consequence]
 
 
 _TRIM = "kdump trim-tail --apply PARTITION"
@@ -53,7 +87,7 @@ _KINDS = [
     # --- the log: framing and checksums -------------------------------------------------------
     FindingKind(
         "crc-mismatch",
-        Severity.ERROR,
+        Consequence.LOSES,
         "log",
         "A batch's stored checksum differs from the one computed over its bytes (CRC-32C over "
         "attributes..end for v2, CRC32 over magic..end for v0/v1).",
@@ -63,7 +97,7 @@ _KINDS = [
     ),
     FindingKind(
         "partial-trailing-batch",
-        Severity.ERROR,
+        Consequence.LOSES,
         "log",
         "The file ends inside a batch: an incomplete header, or a length that runs past the end.",
         "Recovery truncates the incomplete batch silently (`Found N invalid bytes at the end`).",
@@ -71,7 +105,7 @@ _KINDS = [
     ),
     FindingKind(
         "zero-filled-tail",
-        Severity.WARNING,
+        Consequence.REPAIRS,
         "log",
         "Zeros where the next batch would start, to the end of the file: preallocation "
         "(log.preallocate) or a power loss that left unwritten pages.",
@@ -80,7 +114,7 @@ _KINDS = [
     ),
     FindingKind(
         "invalid-batch-length",
-        Severity.ERROR,
+        Consequence.LOSES,
         "log",
         "A length field below the minimum for the message format, or one that cannot be right "
         "because a valid batch starts before the end it claims.",
@@ -89,7 +123,7 @@ _KINDS = [
     ),
     FindingKind(
         "unsupported-magic",
-        Severity.ERROR,
+        Consequence.LOSES,
         "log",
         "A message format (magic byte) outside 0, 1 and 2.",
         "Recovery fails the checksum of the entry and truncates the segment there.",
@@ -97,7 +131,7 @@ _KINDS = [
     ),
     FindingKind(
         "skipped-bytes",
-        Severity.ERROR,
+        Consequence.LOSES,
         "log",
         "Bytes kdump skipped after framing was lost, up to the next plausible batch (magic, length "
         "and checksum all agree); the offsets in between are lost.",
@@ -107,7 +141,7 @@ _KINDS = [
     ),
     FindingKind(
         "offset-regression",
-        Severity.ERROR,
+        Consequence.LOSES,
         "log",
         "A batch whose base offset is not above the last offset of the batch before it (within a "
         "segment or across segments).",
@@ -117,7 +151,7 @@ _KINDS = [
     ),
     FindingKind(
         "offset-gap",
-        Severity.INFO,
+        Consequence.LEGAL,
         "log",
         "Offsets missing between two batches: normal after compaction, retention of transactions "
         "or deleted records.",
@@ -126,7 +160,7 @@ _KINDS = [
     ),
     FindingKind(
         "offset-hole",
-        Severity.ERROR,
+        Consequence.LOSES,
         "partition",
         "Offsets missing between batches, within a segment or between segments, in a topic that is not "
         "compacted (cleanup.policy from the KRaft metadata log or the log cleaner's checkpoint beside the "
@@ -138,7 +172,7 @@ _KINDS = [
     ),
     FindingKind(
         "offset-below-base",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "log",
         "A batch offset below the segment's base offset (the number in its file name).",
         "Reads by offset go to the wrong segment; the index cannot store a negative relative offset.",
@@ -146,7 +180,7 @@ _KINDS = [
     ),
     FindingKind(
         "offset-overflow",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "log",
         "A batch offset more than 2^31-1 above the segment's base offset: it does not fit a relative "
         "offset in the index.",
@@ -155,7 +189,7 @@ _KINDS = [
     ),
     FindingKind(
         "segment-base-mismatch",
-        Severity.INFO,
+        Consequence.LEGAL,
         "log",
         "The first batch starts above the base offset in the segment's file name: normal after "
         "compaction or when records were deleted.",
@@ -164,7 +198,7 @@ _KINDS = [
     ),
     FindingKind(
         "unknown-codec",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "log",
         "A compression id 5-7, which no Kafka version defines.",
         "Recovery does not notice (the checksum covers it); fetches fail with "
@@ -173,7 +207,7 @@ _KINDS = [
     ),
     FindingKind(
         "record-count-mismatch",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "log",
         "The records in a batch disagree with its header: a negative count, more records than its "
         "offset range holds, or (with --deep) a decoded count that differs from the header's.",
@@ -182,7 +216,7 @@ _KINDS = [
     ),
     FindingKind(
         "leader-epoch-regression",
-        Severity.WARNING,
+        Consequence.REPAIRS,
         "log",
         "A batch whose partition leader epoch is below an earlier batch's (the epoch is not covered "
         "by the checksum, so a flipped bit shows here).",
@@ -191,7 +225,7 @@ _KINDS = [
     ),
     FindingKind(
         "wrapper-offset-mismatch",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "log",
         "A compressed legacy (v0/v1) wrapper whose offset is not its last inner message's offset: "
         "v0 inner offsets are absolute and must end at the wrapper's; a v1 wrapper's offset (unless 0) "
@@ -202,7 +236,7 @@ _KINDS = [
     ),
     FindingKind(
         "inner-message-too-short",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "log",
         "An inner message of a compressed legacy (v0/v1) wrapper whose length is below the minimum "
         "message size (14 bytes; 22 for v1). It is stepped over; the messages around it keep their "
@@ -214,7 +248,7 @@ _KINDS = [
     # --- the log with --deep ------------------------------------------------------------------
     FindingKind(
         "record-decode-failed",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "log (deep)",
         "Records that do not decode: lengths that run past the batch, bad varints, bytes left over, "
         "invalid control records or legacy inner messages.",
@@ -223,7 +257,7 @@ _KINDS = [
     ),
     FindingKind(
         "record-offset-invalid",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "log (deep)",
         "A record whose offset is outside its batch's offset range or not above the record before it.",
         "Consumers see offsets out of order.",
@@ -231,7 +265,7 @@ _KINDS = [
     ),
     FindingKind(
         "decompression-failed",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "log (deep)",
         "A compressed payload that does not decompress (the checksum may still match: it covers the "
         "compressed bytes).",
@@ -240,7 +274,7 @@ _KINDS = [
     ),
     FindingKind(
         "codec-unavailable",
-        Severity.WARNING,
+        Consequence.OUTSIDE,
         "log (deep)",
         "The Python library for this batch's codec is missing or broken here (lz4: lz4, snappy: python-snappy, "
         "zstd: zstandard; gzip needs none), so its records were not decoded or checked; the finding names the "
@@ -252,7 +286,7 @@ _KINDS = [
     ),
     FindingKind(
         "max-timestamp-mismatch",
-        Severity.WARNING,
+        Consequence.SERVES_WRONG,
         "log (deep)",
         "A CreateTime batch whose maxTimestamp is not the largest of its records' timestamps.",
         "The time index and offset-for-timestamp lookups use the header's value.",
@@ -260,7 +294,7 @@ _KINDS = [
     ),
     FindingKind(
         "unknown-internal-record",
-        Severity.WARNING,
+        Consequence.OUTSIDE,
         "log (deep)",
         "A record of an internal topic (__consumer_offsets, __transaction_state, __share_group_state, "
         "__cluster_metadata) whose type or version kdump does not know; it is shown raw (base64) and the "
@@ -270,7 +304,7 @@ _KINDS = [
     ),
     FindingKind(
         "unknown-tagged-field",
-        Severity.WARNING,
+        Consequence.OUTSIDE,
         "log (deep)",
         "A record of an internal topic holds a tagged field (key or value, and where in it) that no Kafka up to "
         "4.4 declares for its type and version; the rest decodes, the field is kept raw (base64) and named.",
@@ -280,7 +314,7 @@ _KINDS = [
     # --- indexes -------------------------------------------------------------------------------
     FindingKind(
         "index-missing",
-        Severity.WARNING,
+        Consequence.REPAIRS,
         "index",
         "A segment without its .index file.",
         "On start-up the broker recovers the segment to rebuild it, which can take a long time.",
@@ -288,25 +322,27 @@ _KINDS = [
     ),
     FindingKind(
         "index-size-invalid",
-        Severity.WARNING,
+        Consequence.REPAIRS,
         "index",
         "An index file whose length is not a multiple of its entry size (8 for .index, 12 for "
         ".timeindex, 34 for .txnindex).",
-        "The index fails Kafka's sanity check; a broker that checks it rebuilds it.",
+        "The broker rounds the length down to whole entries and ignores the rest (it no longer "
+        "sanity-checks indexes when it loads a segment); recovering the segment rebuilds it.",
         _REINDEX,
     ),
     FindingKind(
         "index-not-monotonic",
-        Severity.WARNING,
+        Consequence.SERVES_WRONG,
         "index",
         "Offset index entries whose offsets or positions do not strictly increase, or an offset "
         "below the segment base.",
-        "Lookups (binary search) land in the wrong place; reads by offset may miss data.",
+        "The broker does not check the order when it loads a segment: its binary search lands in the "
+        "wrong place, so fetches read from the wrong position or miss records.",
         _REINDEX,
     ),
     FindingKind(
         "index-offset-mismatch",
-        Severity.WARNING,
+        Consequence.SERVES_WRONG,
         "index",
         "An offset index entry whose lookup would not land at or before the batch holding its "
         "offset: its position is not a batch start, or the batch there starts after that offset.",
@@ -315,15 +351,16 @@ _KINDS = [
     ),
     FindingKind(
         "index-entry-beyond-log",
-        Severity.WARNING,
+        Consequence.SERVES_WRONG,
         "index",
         "An index entry that points past the valid end of the log (a stale index after truncation).",
-        "Lookups for those offsets fail or read garbage.",
+        "The broker does not compare an index with its log when it loads a segment: fetches of those "
+        "offsets find no batch at the position and go on to the next segment, skipping records.",
         _REINDEX,
     ),
     FindingKind(
         "index-preallocated-tail",
-        Severity.INFO,
+        Consequence.LEGAL,
         "index",
         "A zero-filled preallocated tail of an index: normal for a broker's active segment.",
         "The broker trims it when the segment rolls or the broker stops cleanly.",
@@ -331,7 +368,7 @@ _KINDS = [
     ),
     FindingKind(
         "time-index-missing",
-        Severity.WARNING,
+        Consequence.REPAIRS,
         "timeindex",
         "A segment without its .timeindex file.",
         "The broker creates an empty one without rebuilding it; time lookups then fall back to the "
@@ -340,7 +377,7 @@ _KINDS = [
     ),
     FindingKind(
         "time-index-out-of-order",
-        Severity.WARNING,
+        Consequence.SERVES_WRONG,
         "timeindex",
         "Time index entries whose timestamps or offsets do not increase.",
         "Offset-for-timestamp lookups (consumer resets) return wrong offsets.",
@@ -348,7 +385,7 @@ _KINDS = [
     ),
     FindingKind(
         "time-index-mismatch",
-        Severity.WARNING,
+        Consequence.SERVES_WRONG,
         "timeindex",
         "A time index entry claiming a larger timestamp than any batch up to its offset holds, or "
         "an offset that is not the last offset of a batch.",
@@ -357,7 +394,7 @@ _KINDS = [
     ),
     FindingKind(
         "time-index-offset-not-found",
-        Severity.WARNING,
+        Consequence.SERVES_WRONG,
         "timeindex",
         "A time index entry whose offset is not in the valid log.",
         "Offset-for-timestamp lookups may return offsets that do not exist.",
@@ -365,7 +402,7 @@ _KINDS = [
     ),
     FindingKind(
         "txn-index-mismatch",
-        Severity.WARNING,
+        Consequence.SERVES_WRONG,
         "txnindex",
         "The .txnindex disagrees with the ABORT markers in the log (entries missing, extra or different).",
         "READ_COMMITTED consumers may deliver aborted records, or drop committed ones.",
@@ -374,7 +411,7 @@ _KINDS = [
     # --- partition-level -----------------------------------------------------------------------
     FindingKind(
         "segment-overlap",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "partition",
         "A segment whose last offset is at or above the next segment's base offset.",
         "Reads by offset may return duplicated or stale records; the broker's segment map is keyed "
@@ -383,7 +420,7 @@ _KINDS = [
     ),
     FindingKind(
         "leftover-file",
-        Severity.WARNING,
+        Consequence.REPAIRS,
         "partition",
         "A .swap, .cleaned or .deleted file left by the log cleaner, a segment split or a deletion "
         "that did not finish.",
@@ -392,7 +429,7 @@ _KINDS = [
     ),
     FindingKind(
         "orphan-index",
-        Severity.WARNING,
+        Consequence.REPAIRS,
         "partition",
         "An index file (.index, .timeindex, .txnindex) without its .log.",
         "On start-up the broker deletes it (`Found an orphaned index file`).",
@@ -400,7 +437,7 @@ _KINDS = [
     ),
     FindingKind(
         "snapshot-corrupt",
-        Severity.WARNING,
+        Consequence.REPAIRS,
         "partition",
         "A producer state .snapshot whose checksum, version or length is wrong.",
         "The broker deletes it and rebuilds producer state from an older snapshot or the log.",
@@ -408,26 +445,30 @@ _KINDS = [
     ),
     FindingKind(
         "checkpoint-corrupt",
-        Severity.WARNING,
+        Consequence.REFUSES,
         "partition",
         "A leader-epoch-checkpoint, partition.metadata or log-dir checkpoint that does not parse.",
-        "The broker fails to load the partition or the log dir (KafkaStorageException).",
+        "Reading it fails (IOException): the broker puts the log dir offline (KafkaStorageException), so "
+        "its partitions are not served, and a broker with one log dir halts. Only a recovery-point or "
+        "log-start-offset checkpoint whose numbers do not parse is reset instead.",
         None,
     ),
     FindingKind(
         "leader-epoch-mismatch",
-        Severity.WARNING,
+        Consequence.LOSES,
         "partition",
         "The leader-epoch-checkpoint disagrees with the leader epochs in the batches: an epoch that "
         "starts at a different offset, or epochs in the log missing from the checkpoint. Batches below "
-        "the log start offset (log-start-offset-checkpoint: DeleteRecords) are not judged: the broker "
-        "truncates its epoch cache from there.",
+        "the log start offset are not judged and the checkpoint is compared as the broker truncates it "
+        "there (DeleteRecords, retention): the start offset is the log dir's log-start-offset-checkpoint, "
+        "the metadata log's oldest snapshot or, with neither, the checkpoint's first entry when the "
+        "batches agree its epoch was in force there.",
         "Followers truncate to the wrong offset after a leader change (KIP-101).",
         None,
     ),
     FindingKind(
         "leader-epoch-checkpoint-contradicted",
-        Severity.WARNING,
+        Consequence.LOSES,
         "partition",
         "A leader-epoch-checkpoint entry that the partition's own batches contradict: the epoch starts "
         "inside a batch, or the first batch at its start offset was written under an earlier epoch "
@@ -438,7 +479,7 @@ _KINDS = [
     ),
     FindingKind(
         "unreadable-file",
-        Severity.ERROR,
+        Consequence.UNCHECKED,
         "partition",
         "A file kdump could not open or read (permissions, I/O error).",
         "The broker fails to load the log dir.",
@@ -447,7 +488,7 @@ _KINDS = [
     # --- accounting: every path given is classified, and what is not checked is said -----------
     FindingKind(
         "wrong-file-type",
-        Severity.ERROR,
+        Consequence.REFUSES,
         "path",
         "An entry that is not a regular file where one is expected (a directory named like a segment, "
         "a FIFO, socket or device): kdump does not read it, as reading could block or never end.",
@@ -456,7 +497,7 @@ _KINDS = [
     ),
     FindingKind(
         "symlink-loop",
-        Severity.ERROR,
+        Consequence.REFUSES,
         "path",
         "A symbolic link that resolves back into itself: nothing behind it can be read.",
         "Opening it fails with `Too many levels of symbolic links`; the log dir fails to load.",
@@ -464,7 +505,7 @@ _KINDS = [
     ),
     FindingKind(
         "dangling-symlink",
-        Severity.ERROR,
+        Consequence.LOSES,
         "path",
         "A symbolic link whose target does not exist: a file was moved or deleted behind it.",
         "Opening it fails (NoSuchFileException); the data it stood for is gone.",
@@ -472,7 +513,7 @@ _KINDS = [
     ),
     FindingKind(
         "unknown-entry",
-        Severity.ERROR,
+        Consequence.UNCHECKED,
         "path",
         "A file or directory kdump does not recognise in a partition directory, a log dir or a "
         "directory of log dirs: it was not checked. `--allow-unknown` reports it as info instead.",
@@ -482,7 +523,7 @@ _KINDS = [
     ),
     FindingKind(
         "segment-name-invalid",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "partition",
         "A `.log` or index file not named `<20-digit offset>.<kind>`. kdump still checks a misnamed "
         "`.log`: with the base offset the broker reads from its name, or from its first batch.",
@@ -492,7 +533,7 @@ _KINDS = [
     ),
     FindingKind(
         "partition-name-invalid",
-        Severity.ERROR,
+        Consequence.REFUSES,
         "log-dir",
         "A directory in a log dir that holds segment files but is not named `<topic>-<partition>`; "
         "kdump checks it as a partition.",
@@ -501,7 +542,7 @@ _KINDS = [
     ),
     FindingKind(
         "nothing-to-check",
-        Severity.ERROR,
+        Consequence.UNCHECKED,
         "path",
         "A path given to verify held no partition, no segment or no log byte: a gate that checked "
         "nothing must not pass. `--allow-empty` accepts partitions with no segment or only empty ones.",
@@ -510,7 +551,7 @@ _KINDS = [
     ),
     FindingKind(
         "incomplete-check",
-        Severity.ERROR,
+        Consequence.UNCHECKED,
         "partition",
         "verify checked fewer log bytes than the segment files held when listed, without "
         "`--max-bytes` asking for less (a file shrank, vanished or could not be read whole).",
@@ -520,7 +561,7 @@ _KINDS = [
     # --- tiered storage: the broker's remote index cache, a remote store against its metadata ---
     FindingKind(
         "remote-index-cache-name-invalid",
-        Severity.ERROR,
+        Consequence.REFUSES,
         "remote index cache",
         "An entry of `<log dir>/remote-log-index-cache/` not named `<start offset>_<segment id>.<index|"
         "timeindex|txnindex>` (nor `.tmp`/`.deleted`): a stray file, a directory, a bad segment id.",
@@ -530,7 +571,7 @@ _KINDS = [
     ),
     FindingKind(
         "remote-index-cache-corrupt",
-        Severity.ERROR,
+        Consequence.REFUSES,
         "remote index cache",
         "A cached remote index that fails the broker's sanity check: an `.index` or `.timeindex` that is "
         "not whole entries, whose last entry lies below its base offset or (time index) before its first "
@@ -541,7 +582,7 @@ _KINDS = [
     ),
     FindingKind(
         "remote-index-cache-leftover",
-        Severity.INFO,
+        Consequence.LEGAL,
         "remote index cache",
         "A `.tmp` download or `.deleted` evicted entry in the remote index cache, or the files of a cached "
         "segment missing one of its three indexes.",
@@ -550,7 +591,7 @@ _KINDS = [
     ),
     FindingKind(
         "remote-segment-missing",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "remote store",
         "A remote segment whose copy finished per `__remote_log_metadata` lacks files in the remote "
         "store (`.log`, `.index`, `.timeindex`, `.snapshot` or `.leader_epoch_checkpoint`).",
@@ -560,7 +601,7 @@ _KINDS = [
     ),
     FindingKind(
         "remote-segment-mismatch",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "remote store",
         "A remote segment's bytes differ from its metadata: the `.log` size, the first or last offset, "
         "the leader epochs or the max timestamp are not what `__remote_log_metadata` recorded.",
@@ -570,7 +611,7 @@ _KINDS = [
     ),
     FindingKind(
         "remote-segment-copy-unfinished",
-        Severity.WARNING,
+        Consequence.REPAIRS,
         "remote store",
         "A segment whose copy to remote storage started (COPY_SEGMENT_STARTED) and never finished: a "
         "broker stopped or failed mid-copy. Its files may be partly in the store.",
@@ -580,7 +621,7 @@ _KINDS = [
     ),
     FindingKind(
         "remote-segment-delete-unfinished",
-        Severity.INFO,
+        Consequence.LEGAL,
         "remote store",
         "A remote segment whose deletion started (DELETE_SEGMENT_STARTED) and has not finished.",
         "No longer served; the broker retries the deletion.",
@@ -588,7 +629,7 @@ _KINDS = [
     ),
     FindingKind(
         "remote-segment-unknown",
-        Severity.WARNING,
+        Consequence.REPAIRS,
         "remote store",
         "Files of a remote segment that `__remote_log_metadata` does not know, or whose deletion it "
         "records as finished.",
@@ -597,7 +638,7 @@ _KINDS = [
     ),
     FindingKind(
         "remote-log-gap",
-        Severity.ERROR,
+        Consequence.SERVES_WRONG,
         "partition",
         "Offsets of a tiered partition that no remote segment whose copy finished covers: between its log "
         "start offset and its local log start offset, or between two remote segments.",
@@ -606,7 +647,7 @@ _KINDS = [
     ),
     FindingKind(
         "remote-metadata-missing",
-        Severity.ERROR,
+        Consequence.UNCHECKED,
         "remote store",
         "A remote store (or one of its partitions) was given to verify without the `__remote_log_metadata` "
         "that describes it: its segments could not be checked against what the brokers recorded.",
@@ -616,7 +657,7 @@ _KINDS = [
     # --- broker tarballs (a log dir read in place from a .tar, .tar.gz or .tar.zst) -------------
     FindingKind(
         "archive-damaged",
-        Severity.ERROR,
+        Consequence.LOSES,
         "archive",
         "A tarball of a log dir that cannot be read to its end-of-archive marker: it was cut short, "
         "a member header does not decode, or its compressed stream is corrupt. The members before "
@@ -627,7 +668,7 @@ _KINDS = [
     ),
     FindingKind(
         "archive-member-truncated",
-        Severity.ERROR,
+        Consequence.LOSES,
         "archive",
         "A member of a tarball whose bytes end before the size its header declares (the archive was "
         "cut inside it). kdump checks the bytes present, so a segment usually also shows a partial "
@@ -638,7 +679,7 @@ _KINDS = [
     # --- payloads (dump --key-type/--value-type, kdump schemas) ----------------------------------
     FindingKind(
         "payload-decode-failed",
-        Severity.WARNING,
+        Consequence.OUTSIDE,
         "payload",
         "A key or value that names a schema (the Schema Registry wire format: magic byte 0 and a schema "
         "id, or a `__key_schema_id` / `__value_schema_id` header) or was asked for as a typed value "
@@ -651,7 +692,7 @@ _KINDS = [
     ),
     FindingKind(
         "schema-id-unknown",
-        Severity.WARNING,
+        Consequence.OUTSIDE,
         "payload",
         "Keys or values of a file name a schema id (or GUID) that none of the schema sources has "
         "(`_schemas`, local files, the registry URL): one finding per schema and file, with how many "
@@ -662,7 +703,7 @@ _KINDS = [
     ),
     FindingKind(
         "schema-deleted",
-        Severity.INFO,
+        Consequence.LEGAL,
         "payload",
         "Keys or values of a file were written with a schema that the registry has deleted (soft- "
         "or hard-deleted in `_schemas`, or cleared); they are decoded with it, since `_schemas` still "
@@ -673,7 +714,7 @@ _KINDS = [
     ),
     FindingKind(
         "schemas-record-invalid",
-        Severity.WARNING,
+        Consequence.OUTSIDE,
         "payload",
         "A record of the `_schemas` topic that the Schema Registry would not read: a key or value that "
         "is not JSON, a SCHEMA record without subject, version, id or schema text, an unknown key type.",

@@ -9,6 +9,7 @@ without documentation fails here.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import re
 from pathlib import Path
@@ -16,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-from kdump.findings import CATALOG, Severity
+from kdump.findings import CATALOG, SEVERITY_OF, Consequence, FindingKind, Severity, make_finding
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -90,3 +91,72 @@ def test_every_catalogued_code_is_in_the_findings_man_page() -> None:
     text = MAN_PAGE.read_text(encoding="utf-8").replace("\\-", "-")  # roff escapes hyphens
     missing = [code for code in CATALOG if not re.search(rf"(?<![\w-]){re.escape(code)}(?![\w-])", text)]
     assert missing == [], f"codes missing from {MAN_PAGE.name}: {missing}"
+
+
+# --- severity follows from the broker's consequence, by one rule -----------------------------------
+
+
+def test_the_rule_gives_every_consequence_one_severity() -> None:
+    assert set(SEVERITY_OF) == set(Consequence)
+    by_severity = {s: {c for c, v in SEVERITY_OF.items() if v == s} for s in Severity}
+    assert by_severity[Severity.ERROR] == {
+        Consequence.REFUSES,
+        Consequence.SERVES_WRONG,
+        Consequence.LOSES,
+        Consequence.UNCHECKED,
+    }
+    assert by_severity[Severity.WARNING] == {Consequence.REPAIRS, Consequence.OUTSIDE}
+    assert by_severity[Severity.INFO] == {Consequence.LEGAL}
+
+
+def test_a_kind_has_no_severity_of_its_own() -> None:
+    # Only the consequence is set per code; the severity is derived, so it cannot disagree.
+    names = [f.name for f in dataclasses.fields(FindingKind)]
+    assert "consequence" in names
+    assert "severity" not in names
+
+
+@pytest.mark.parametrize("code", sorted(CATALOG))
+def test_severity_is_the_rule_applied_to_the_consequence(code: str) -> None:
+    kind = CATALOG[code]
+    assert isinstance(kind.consequence, Consequence)
+    assert kind.severity == SEVERITY_OF[kind.consequence]
+    assert make_finding(code, "f", "m").severity == SEVERITY_OF[kind.consequence]
+
+
+# Codes whose severity the review against Kafka's source changed (all were warnings before), with
+# the broker behaviour that decides it.
+REVIEWED = {
+    # CheckpointFileWithFailureHandler.read / PartitionMetadataFile.read: an IOException puts the log
+    # dir offline (LogDirFailureChannel) and raises KafkaStorageException.
+    "checkpoint-corrupt": Consequence.REFUSES,
+    # LogSegment.sanityCheck no longer checks offset or time indexes at load: fetches, ListOffsets by
+    # timestamp and time retention use them as they are.
+    "index-not-monotonic": Consequence.SERVES_WRONG,
+    "index-offset-mismatch": Consequence.SERVES_WRONG,
+    "index-entry-beyond-log": Consequence.SERVES_WRONG,
+    "time-index-out-of-order": Consequence.SERVES_WRONG,
+    "time-index-mismatch": Consequence.SERVES_WRONG,
+    "time-index-offset-not-found": Consequence.SERVES_WRONG,
+    "max-timestamp-mismatch": Consequence.SERVES_WRONG,
+    # READ_COMMITTED fetches take their aborted transactions from the .txnindex.
+    "txn-index-mismatch": Consequence.SERVES_WRONG,
+    # LeaderEpochFileCache answers OffsetsForLeaderEpoch: followers truncate to the wrong offset.
+    "leader-epoch-mismatch": Consequence.LOSES,
+    "leader-epoch-checkpoint-contradicted": Consequence.LOSES,
+}
+
+
+@pytest.mark.parametrize("code", sorted(REVIEWED))
+def test_reviewed_codes_are_errors(code: str) -> None:
+    assert CATALOG[code].consequence == REVIEWED[code]
+    assert CATALOG[code].severity == Severity.ERROR
+
+
+def test_man_page_shows_each_codes_consequence() -> None:
+    if not MAN_PAGE.exists():
+        pytest.skip(f"{MAN_PAGE.relative_to(REPO)} is not written yet")
+    text = MAN_PAGE.read_text(encoding="utf-8").replace("\\-", "-")
+    for code, kind in CATALOG.items():
+        entry = text.split(f".SS {code}\n", 1)[1].split(".SS ", 1)[0]
+        assert f".B Consequence\n{kind.consequence.value}\n" in entry, code

@@ -1,8 +1,14 @@
 """What the offset index and the time index share: fixed-size slots, possibly a zero-filled tail.
 
 A broker preallocates an index file to `segment.index.bytes` and fills slots as it appends, so an
-active segment's index (or one left by a crash) ends in zero slots. Kafka draws the line at the
-first slot `i > 0` whose relative offset is 0 (`AbstractIndex`); these helpers do the same.
+active segment's index (or one left by a crash) ends in zero slots. Kafka's dump tool draws the line
+at the first slot `i > 0` whose relative offset is 0; these helpers do the same, and go one step
+further for a file of two or more slots that is zeros from its first byte: it holds no entry at all.
+The broker never writes an all-zero first slot there: an offset index entry is appended only once
+more than `index.interval.bytes` follow the last one, so never for the batch at position 0 (by
+`LogSegment.append` and `LogSegment.recover` alike), and the time index gets its entries at the
+same moments. Reading slot 0 of such a file as the entry (base offset, position 0) or (timestamp
+0, base offset) would report damage in the index of every segment rolled moments before a copy.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ def count_before_zero_tail(
             high = mid
         else:
             low = mid + 1
+    if low == 1 and bytes(buf[:entry_size]) == bytes(entry_size):
+        return 0  # zeros from the first byte: a preallocated file with no entry yet
     return low
 
 
@@ -85,6 +93,10 @@ def walk_slots(
             entries.append(make(fields))
         last_slot = make(entry.unpack_from(view, (slot_count - 1) * size)) if slot_count else None
         tail_is_zero = is_all_zero(view, tail_start * size, slot_count * size)
+        if tail_start == 1 < slot_count and tail_is_zero and is_all_zero(view, 0, size):
+            # Zeros from the first byte: a preallocated file with no entry yet (see above).
+            tail_start = 0
+            entries.clear()
         if view is not raw:
             view.release()
     return SlotWalk(entries, tail_start, slot_count, length % size, last_slot, tail_is_zero)

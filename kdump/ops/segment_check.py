@@ -244,7 +244,11 @@ def _check_indexes(segment: Segment, batches: _Batches, summary: ScanSummary) ->
             )
         )
     else:
-        out.extend(_index_findings(segment.index, segment.base_offset, batches, summary.valid_bytes, "index"))
+        out.extend(
+            _index_findings(
+                segment.index, segment.base_offset, batches, summary.valid_bytes, "index", summary.size
+            )
+        )
     if segment.timeindex is None:
         out.append(
             make_finding(
@@ -255,12 +259,21 @@ def _check_indexes(segment: Segment, batches: _Batches, summary: ScanSummary) ->
         )
     else:
         out.extend(
-            _index_findings(segment.timeindex, segment.base_offset, batches, summary.valid_bytes, "timeindex")
+            _index_findings(
+                segment.timeindex,
+                segment.base_offset,
+                batches,
+                summary.valid_bytes,
+                "timeindex",
+                summary.size,
+            )
         )
     return out
 
 
-def _index_findings(path: Path, base: int, batches: _Batches, valid_bytes: int, kind: str) -> list[Finding]:
+def _index_findings(
+    path: Path, base: int, batches: _Batches, valid_bytes: int, kind: str, log_size: int
+) -> list[Finding]:
     label = str(path)
     try:
         with open_buffer(path) as buf:
@@ -276,7 +289,10 @@ def _index_findings(path: Path, base: int, batches: _Batches, valid_bytes: int, 
                 return []
             table = batches.table
             if kind == "index":
-                return list(check_offset_index(decode_offset_index(buf, base), table, valid_bytes, label))
-            return list(check_time_index(decode_time_index(buf, base), table, label))
+                return list(
+                    check_offset_index(decode_offset_index(buf, base), table, valid_bytes, label, log_size)
+                )
+            damaged = log_size > valid_bytes
+            return list(check_time_index(decode_time_index(buf, base), table, label, damaged))
     except KdumpError as exc:
         return [make_finding("unreadable-file", label, str(exc))]

@@ -19,9 +19,10 @@ from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.continuity import check_offset_holes, check_overlaps, salvage_first
+from kdump.ops.epoch_checks import check_leader_epochs
 from kdump.ops.remote_cache_check import remote_index_cache_report
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
-from kdump.ops.state_checks import TEXT_DECODERS, check_leader_epochs, check_snapshot, check_text_state
+from kdump.ops.state_checks import TEXT_DECODERS, check_snapshot, check_text_state
 from kdump.ops.tiered import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
 from kdump.scan.index_checks import check_txn_index
 from kdump.store.queries import listing_findings, partition_listing_findings

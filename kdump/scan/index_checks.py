@@ -95,23 +95,6 @@ class BatchTable:
         return i if i < len(self.positions) else None
 
 
-def never_written(contents: OffsetIndexContents | TimeIndexContents) -> bool:
-    """Whether the file is a preallocated index no entry was ever written to: every slot is zero.
-
-    Kafka's tail rule (and its dump tool) counts slot 0 as an entry whatever it holds, but no broker
-    writes an all-zero first slot: an offset index entry follows at least `index.interval.bytes` of
-    log, so never (relative offset 0, position 0), and a time index entry carries a batch's timestamp.
-    Such a slot 0 is preallocation like the zero slots after it (an active segment still empty).
-    """
-    if len(contents.entries) != 1 or not contents.zero_tail_entries or not contents.zero_tail_is_zero:
-        return False
-    first = contents.entries[0]
-    zero = (
-        (contents.base_offset, 0) if isinstance(contents, OffsetIndexContents) else (0, contents.base_offset)
-    )
-    return tuple(first) == zero
-
-
 def check_index_slots(
     contents: OffsetIndexContents | TimeIndexContents, entry_size: int, file: str, order_code: str
 ) -> Iterator[Finding]:
@@ -128,7 +111,7 @@ def check_index_slots(
             f"{contents.trailing_bytes} bytes after the last whole {entry_size}-byte entry",
             position=contents.slot_count * entry_size,
         )
-    real = 0 if never_written(contents) else len(contents.entries)
+    real = len(contents.entries)
     if not contents.zero_tail_entries:
         return
     if contents.zero_tail_is_zero:
@@ -151,17 +134,23 @@ def check_index_slots(
 
 
 def check_offset_index(
-    contents: OffsetIndexContents, table: BatchTable, valid_bytes: int, file: str
+    contents: OffsetIndexContents, table: BatchTable, valid_bytes: int, file: str, log_size: int | None = None
 ) -> Iterator[Finding]:
-    """Check an offset index against the batches; see the module docstring for the rule."""
+    """Check an offset index against the batches; see the module docstring for the rule.
+
+    `log_size`: the length of the `.log`. When it is above `valid_bytes`, the log is damaged there
+    (a finding of its own, whose repair rebuilds the indexes): entries pointing into those bytes
+    are what the index said before the damage, not a fault of the index, and are not reported.
+    """
     base = contents.base_offset
+    damaged_end = log_size if log_size is not None and log_size > valid_bytes else valid_bytes
     yield from check_index_slots(contents, 8, file, "index-not-monotonic")
     prev_offset = prev_position = -1
     reported_order = False
     # Entries past the valid end (a stale index after a truncation, or damage mid-log) are one
     # finding per file: they share one cause and one repair.
     beyond: list[tuple[int, int, int]] = []
-    for i, (offset, position) in enumerate(() if never_written(contents) else contents.entries):
+    for i, (offset, position) in enumerate(contents.entries):
         at = i * 8
         out_of_order = offset < base or (i > 0 and (offset <= prev_offset or position <= prev_position))
         if out_of_order and not reported_order:
@@ -175,6 +164,8 @@ def check_offset_index(
             )
             reported_order = True
         prev_offset, prev_position = offset, position
+        if valid_bytes <= position < damaged_end:
+            continue
         if position >= valid_bytes:
             beyond.append((at, offset, position))
             continue
@@ -217,14 +208,20 @@ def check_offset_index(
         )
 
 
-def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) -> Iterator[Finding]:
-    """Check a time index against the batches (see the module docstring)."""
+def check_time_index(
+    contents: TimeIndexContents, table: BatchTable, file: str, damaged: bool = False
+) -> Iterator[Finding]:
+    """Check a time index against the batches (see the module docstring).
+
+    `damaged`: the log is damaged after its valid prefix (a finding of its own, whose repair rebuilds
+    the indexes), so entries naming offsets past that prefix are not reported.
+    """
     base = contents.base_offset
     yield from check_index_slots(contents, 12, file, "time-index-out-of-order")
     prev_ts = prev_offset = -1
     reported_order = False
     missing: list[tuple[int, int, int]] = []  # entries past the valid log's last offset
-    for i, (timestamp, offset) in enumerate(() if never_written(contents) else contents.entries):
+    for i, (timestamp, offset) in enumerate(contents.entries):
         at = i * 12
         out_of_order = offset < base or (i > 0 and (timestamp <= prev_ts or offset < prev_offset))
         if out_of_order and not reported_order:
@@ -262,7 +259,7 @@ def check_time_index(contents: TimeIndexContents, table: BatchTable, file: str) 
                 offset=offset,
                 log_timestamp=span.max_timestamp,
             )
-    if missing:
+    if missing and not damaged:
         at, timestamp, offset = missing[0]
         last_valid = table.last_offsets[-1] if table.last_offsets else None
         yield make_finding(

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterable
 
 from kdump import __version__
-from kdump.findings import CATALOG, FindingKind, Severity
+from kdump.findings import CATALOG, SEVERITY_OF, Consequence, FindingKind, Severity
 
 # Sections of the page, in order, keyed by `FindingKind.where`. A `where` not listed here still
 # gets a section of its own (after these), so a new kind of finding is never left out.
@@ -73,11 +73,26 @@ SECTIONS: dict[str, tuple[str, str]] = {
 }
 
 SEVERITY_MEANING = {
-    Severity.ERROR: "Data a broker truncates, loses or fails on. `kdump verify` exits 1 by default.",
-    Severity.WARNING: "Something stale, missing or left over that misleads lookups or slows a broker's "
-    "start, without losing data. `kdump verify --fail-on warning` exits 1.",
+    Severity.ERROR: "Data a broker loses, refuses to load or serves wrongly, or that kdump could not check. "
+    "`kdump verify` exits 1 by default.",
+    Severity.WARNING: "Something stale, missing or left over that a broker repairs or sets aside without a "
+    "data effect, or a matter of clients rather than brokers. `kdump verify --fail-on warning` exits 1.",
     Severity.INFO: "Normal in a healthy log, shown so that it is not mistaken for damage. "
     "`kdump verify --fail-on info` exits 1.",
+}
+
+CONSEQUENCE_MEANING = {
+    Consequence.REFUSES: "The broker refuses to start or to load the partition, or takes its log dir offline.",
+    Consequence.SERVES_WRONG: "The broker serves wrong records or none, or answers a lookup (by offset, "
+    "timestamp or leader epoch) with a wrong offset.",
+    Consequence.LOSES: "Records are lost: recovery truncates them, a follower truncates them away, or "
+    "they are gone from the files.",
+    Consequence.UNCHECKED: "kdump could not check what it was given; a gate that did not look must not pass.",
+    Consequence.REPAIRS: "The broker repairs it or sets it aside, at start-up or later, with no effect on "
+    "the data (a start-up may take longer).",
+    Consequence.OUTSIDE: "Not the broker's matter: it concerns clients, a schema registry, or kdump's own "
+    "environment.",
+    Consequence.LEGAL: "What a healthy broker writes or leaves.",
 }
 
 _OPTION = re.compile(r"(?<![\w\\])(--?)(?=[A-Za-z0-9])")
@@ -179,13 +194,27 @@ def render_findings_man() -> str:
         ".BR kdump (1)).",
         ".PP",
         "The codes are grouped by where they are found.",
-        "Each entry gives the severity, what the finding means, what an Apache Kafka broker does",
+        "Each entry gives the broker's consequence and the severity that follows from it, what the",
+        "finding means, what an Apache Kafka broker does",
         "when it meets it (on start\\-up, during recovery, or when clients read), and the kdump",
         "command that repairs it, if there is one.",
         ".SH SEVERITIES",
     ]
     for severity in sorted(Severity, reverse=True):
         lines += [".TP", f".B {severity.label}", escape_prose(SEVERITY_MEANING[severity])]
+    lines += [
+        ".SH CONSEQUENCES",
+        "A finding's severity is never chosen code by code: it follows from what a broker does when it",
+        "meets the condition, by one rule for every code, so that the exit status of",
+        ".B kdump verify",
+        "is the broker's verdict.",
+    ]
+    for consequence in Consequence:
+        lines += [
+            ".TP",
+            f".B {escape_literal(consequence.value)}",
+            f"{escape_prose(CONSEQUENCE_MEANING[consequence])} Severity: {SEVERITY_OF[consequence].label}.",
+        ]
     lines += [
         ".SH REPAIRS",
         "In a repair command,",
@@ -214,7 +243,7 @@ def render_findings_man() -> str:
     ]
     width = max(len(k.code) for k in kinds) + 2
     for kind in kinds:
-        row = f"{kind.code:<{width}}{kind.severity.label:<9}{short_repair(kind)}"
+        row = f"{kind.code:<{width}}{kind.severity.label:<9}{kind.consequence.value:<14}{short_repair(kind)}"
         lines.append(escape_literal(row.rstrip()))
     lines += [".fi", ".RE"]
     for where, group in _sections(kinds):
@@ -227,6 +256,9 @@ def render_findings_man() -> str:
                 ".TP 10",
                 ".B Severity",
                 kind.severity.label,
+                ".TP",
+                ".B Consequence",
+                escape_literal(kind.consequence.value),
                 ".TP",
                 ".B Meaning",
                 escape_prose(kind.meaning),

@@ -768,13 +768,17 @@ def test_in_place_index_readers_stop_at_the_preallocated_tail() -> None:
         assert offset_index_entry_count(buf) == 3
         assert offset_index_entry_at(buf, 2, 100) == (109, 170)
     assert offset_index_entry_count(b"") == 0
-    assert offset_index_entry_count(bytes(8)) == 1  # slot 0 is an entry even when all zero
+    assert offset_index_entry_count(bytes(8)) == 1  # a lone zero slot is an entry, as Kafka's dump reads it
+    # Zeros from the first byte, two slots or more: a preallocated file with no entry yet (the
+    # broker never indexes the batch at position 0).
+    assert offset_index_entry_count(bytes(8 * 5)) == 0
     times = encode_time_index([(T0, 100), (T0 + 5, 104)], 100)
     for tail in (0, 1, 3, 999):
         buf = times + bytes(12 * tail)
         assert time_index_entry_count(buf) == 2
         assert time_index_entry_at(buf, 1, 100) == (T0 + 5, 104)
-    assert time_index_entry_count(bytes(12 * 5)) == 1
+    assert time_index_entry_count(bytes(12 * 5)) == 0
+    assert time_index_entry_count(bytes(12)) == 1
 
 
 # --- the real broker corpus -----------------------------------------------------------------------

@@ -19,8 +19,10 @@ from corruptions import (
     append_garbage,
     append_zeros,
     copy_tree,
+    flip_crc_byte,
     index_entries,
     log_entries,
+    make_log_dir,
     set_index_entry,
     shuffle_index_entries,
     stale_index,
@@ -165,6 +167,8 @@ def test_index_not_monotonic_shuffled(built: Path) -> None:
     assert f.file == str(index)
     assert f.position == first_bad * 8
     assert f.offset == slots[first_bad][0]  # base offset 0: relative == absolute
+    # A closed segment's index is used as it is (no sanity check at load): reads go wrong.
+    assert f.severity == Severity.ERROR
 
 
 def test_index_not_monotonic_nonzero_slot_repeating_the_base_offset(txn_copy: Path) -> None:
@@ -254,6 +258,78 @@ def test_index_preallocated_tail_real_running_copy(corpus_root: Path) -> None:
         ("00000000000000008074.timeindex", 154 * 12, 1048572 // 12 - 154),
     ]
     assert_clean(findings)
+
+
+def _roll_at_kill(part: Path, small_batches: int) -> Path:
+    """What a broker killed just after rolling leaves: the closed segment's indexes trimmed, a new active
+    segment with `small_batches` real batches (under index.interval.bytes, so no index entry yet) and
+    its .index and .timeindex preallocated to 10 MiB of zeros. Returns the new .log."""
+    closed = part / "00000000000000008074"
+    for suffix, size in ((".index", 8), (".timeindex", 12)):
+        index = closed.with_suffix(suffix)
+        slots = index_entries(index.read_bytes(), suffix[1:])
+        used = next(i for i in range(1, len(slots)) if slots[i][1 if suffix == ".timeindex" else 0] == 0)
+        with index.open("r+b") as fh:
+            fh.truncate(used * size)  # LogSegment.onBecomeInactiveSegment trims to the entries
+    data = (closed.with_suffix(".log")).read_bytes()
+    entries = log_entries(data)
+    # ... after a final time index entry for the largest timestamp, when it is not the last one yet.
+    timeindex = closed.with_suffix(".timeindex")
+    last_ts = index_entries(timeindex.read_bytes(), "timeindex")[-1][0]
+    top = max(entries, key=lambda e: e.max_timestamp)
+    if top.max_timestamp > last_ts:
+        timeindex.write_bytes(
+            timeindex.read_bytes() + struct.pack(">qi", top.max_timestamp, top.last_offset - 8074)
+        )
+    next_offset = entries[-1].last_offset + 1
+    out = bytearray()
+    for e in entries[:small_batches]:
+        assert e.base_offset is not None
+        batch = bytearray(data[e.position : e.end])
+        # baseOffset is outside a v2 batch's checksum: the batch moves to the new segment whole.
+        struct.pack_into(">q", batch, 0, next_offset + e.base_offset - entries[0].base_offset)
+        out += batch
+    # The broker appends an index entry only once more than index.interval.bytes (4096) came since
+    # the last one, checked before each append: none yet for these.
+    assert sum(e.size for e in entries[: max(small_batches - 1, 0)]) <= 4096
+    active = part / f"{next_offset:020d}.log"
+    active.write_bytes(bytes(out))
+    with active.with_suffix(".index").open("wb") as fh:
+        fh.truncate(10 << 20)
+    with active.with_suffix(".timeindex").open("wb") as fh:
+        fh.truncate((10 << 20) // 12 * 12)
+    return active
+
+
+@pytest.mark.parametrize("small_batches", [0, 1])
+def test_killed_broker_active_segment_zero_indexes_are_not_entries(
+    corpus_root: Path, tmp_path: Path, small_batches: int
+) -> None:
+    """An all-zero preallocated index holds no entry (0, 0): no stale entry, no time index mismatch."""
+    part = copy_tree(corpus_root / "kafka-3.8.0-running-copy" / "live-0", tmp_path / "live-0")
+    active = _roll_at_kill(part, small_batches)
+    findings = verify(part)
+    assert [f for f in findings if f.severity >= Severity.WARNING] == []
+    tails = sorted(
+        (Path(f.file).name, f.position, f.details["slots"]) for f in only(findings, "index-preallocated-tail")
+    )
+    assert tails == [
+        (active.with_suffix(".index").name, 0, (10 << 20) // 8),
+        (active.with_suffix(".timeindex").name, 0, (10 << 20) // 12),
+    ]
+
+
+def test_index_entries_behind_log_damage_are_the_damages(built: Path) -> None:
+    """A checksum error cuts the valid log; the index entries past it are not a second error (the
+    damage's repair rebuilds the indexes)."""
+    log = built / f"{SEG0}.log"
+    slots = index_entries((built / f"{SEG0}.index").read_bytes())
+    e = log_entries(log.read_bytes())[2]
+    assert slots[-1][1] > e.position
+    flip_crc_byte(2).apply(log)
+    findings = verify(built)
+    assert one(findings, "crc-mismatch").severity == Severity.ERROR
+    assert [f for f in findings if f.severity >= Severity.ERROR and f.code != "crc-mismatch"] == []
 
 
 # --- time index ---------------------------------------------------------------------------------
@@ -451,11 +527,44 @@ def test_checkpoint_corrupt_log_dir_checkpoint_given_alone(tmp_path: Path) -> No
     assert f.file == str(cp)
 
 
+# Every checkpoint the broker reads through CheckpointFileWithFailureHandler (or PartitionMetadataFile)
+# puts the log dir offline when it does not parse: an error, whichever file it is.
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("leader-epoch-checkpoint", "0\n2\n0 0\n"),
+        ("partition.metadata", "version: 0\n"),
+        ("recovery-point-offset-checkpoint", "0\n1\ntxn 1\n"),
+        ("log-start-offset-checkpoint", "1\n0\n"),
+        ("replication-offset-checkpoint", "0\n2\ntxn 1 5\n"),
+        ("cleaner-offset-checkpoint", "0\nx\n"),
+    ],
+)
+def test_checkpoint_corrupt_is_an_error_for_every_checkpoint(
+    txn_copy: Path, tmp_path: Path, name: str, text: str
+) -> None:
+    log_dir = make_log_dir(tmp_path / "logdir", {"txn-1": txn_copy})
+    path = (
+        (log_dir / "txn-1" / name)
+        if name in ("leader-epoch-checkpoint", "partition.metadata")
+        else log_dir / name
+    )
+    path.write_text(text)
+    reports = list(verify_targets([discover(str(log_dir))], VerifyOptions(jobs=1)))
+    hits = [f for r in reports for f in r.findings if f.code == "checkpoint-corrupt"]
+    assert [(f.file, f.severity) for f in hits] == [(str(path), Severity.ERROR)]
+    assert max(r.worst() or Severity.INFO for r in reports) == Severity.ERROR  # verify exits 1
+
+
 def test_leader_epoch_mismatch_start_offset(built: Path) -> None:
+    # Batches carry epoch 0 from offset 0; the checkpoint starts with epoch 1 at 5, which no
+    # truncation at a log start explains (tests/ops/test_epoch_checks.py has those): epoch 0 is missing.
+    (built.parent / "log-start-offset-checkpoint").write_text("0\n1\nbuilt 0 0\n")
     lec = built / "leader-epoch-checkpoint"
-    lec.write_bytes(encode_leader_epoch_checkpoint([(0, 5)]))  # batches carry epoch 0 from offset 0
+    lec.write_bytes(encode_leader_epoch_checkpoint([(1, 5)]))
     f = one(verify(built), "leader-epoch-mismatch")
     assert (f.file, f.position, f.offset) == (str(lec), None, 0)
+    assert f.severity == Severity.ERROR
 
 
 def test_leader_epoch_mismatch_unlisted_epoch_and_entry_past_the_end(tmp_path: Path) -> None:
