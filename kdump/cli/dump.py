@@ -144,7 +144,12 @@ def dump_command(
     events = _where(dump_targets(targets, options), options, encoding)
     workers = jobs or os.cpu_count() or 1
     try:
-        if options.records and fmt != "rich" and (workers > 1 or _compiled_records()):
+        if (
+            options.records
+            and fmt != "rich"
+            and not _selective(options)
+            and (workers > 1 or _compiled_records())
+        ):
             _dump_parallel(targets, options, fmt, encoding, workers)
         elif fmt == "json":
             from kdump.render.jsonl import write_jsonl
@@ -167,6 +172,14 @@ def dump_command(
 
 # Below this much log, starting worker processes costs more than it saves.
 PARALLEL_MIN_BYTES = 8 << 20
+
+
+def _selective(options: DumpOptions) -> bool:
+    """A dump that shows only some records (a filter, `--where`) is rendered in this process from
+    the deep scan, whichever record path is on: its summary counts every record of the batches read,
+    and every finding of decoding them, as without a filter (chunks handed to workers hold only the
+    batches that pass, so they could count neither)."""
+    return options.filter.active or (options.payloads is not None and options.payloads.where is not None)
 
 
 def _compiled_records() -> bool:
