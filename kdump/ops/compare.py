@@ -464,6 +464,8 @@ def group_replicas(targets: Sequence[Target]) -> tuple[list[tuple[str, list[Part
     by two or more of them is one replica set; a name only one holds has nothing to compare with.
     """
     notes: list[str] = []
+    if not targets:  # none of the paths could be read: nothing to group (the caller exits 3)
+        return [], notes
     if all(t.kind == "partition" for t in targets):
         dirs = [PartitionDir.load(t.path) for t in targets]
         if len({d.name for d in dirs}) > 1:

@@ -184,7 +184,7 @@ def run_fleet_compare(paths: Sequence[str], *, master: str | None = None) -> Fle
     """`kdump compare --engine spark`: the rows, collected on the driver in partition order."""
     from kdump.spark.fleet import spark_session
 
-    spark, created = spark_session(master)
+    spark, created = spark_session(master, "compare --engine spark")
     try:
         rdd, notes, unreadable = _rdd(spark, paths)
         rows: list[dict[str, Any]] = rdd.collect()

@@ -175,17 +175,22 @@ def verify_units(sc: Any, units: Sequence[FleetUnit], options: VerifyOptions) ->
     return [report for _unit, report in sorted(built, key=lambda t: t[0])]
 
 
-def spark_session(master: str | None) -> tuple[Any, bool]:
+def spark_session(master: str | None, needed_for: str = "--engine spark") -> tuple[Any, bool]:
     """The running SparkSession, or a new one on `master` (default `local[*]`); and whether it is new.
 
     For a local master the workers run this very Python (`PYSPARK_PYTHON`, unless already set), so
-    they find kdump and pyarrow.
+    they find kdump and pyarrow. pyspark, pyarrow and (for a new session) Java are checked first:
+    `MissingDependencyError` names what to install.
     """
+    from kdump.spark.requirements import require_java, require_modules
+
+    require_modules(needed_for, "pyspark", "pyarrow")
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     if SparkContext._active_spark_context is not None:
         return SparkSession.builder.getOrCreate(), False
+    require_java(needed_for)
     url = master or "local[*]"
     if url.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -210,7 +215,7 @@ def run_fleet_verify(
     """
     plans = plan_verify(targets)
     units = fleet_units(plans)
-    spark, created = spark_session(master)
+    spark, created = spark_session(master, "verify --engine spark")
     try:
         leaves = verify_units(spark.sparkContext, units, options)
     finally:

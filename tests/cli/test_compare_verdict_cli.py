@@ -70,3 +70,9 @@ def test_fleet_rows_carry_the_refusal(two_topics: tuple[Path, Path]) -> None:
     assert row["kind"] == "topic-id-mismatch"
     assert (row["replica_a"], row["replica_b"]) == (str(a), str(b))
     assert set(row) == {name for name, _ in COLUMNS}
+
+
+def test_nothing_readable_is_exit_3_not_an_internal_error(kdump: Run, tmp_path: Path) -> None:
+    result = kdump("compare", str(tmp_path / "gone1"), str(tmp_path / "gone2"))
+    assert result.exit_code == 3, result.output
+    assert result.stdout.splitlines()[-1] == "Total: 0 partitions: 0 agree, 0 diverge, 0 incomplete; exit 3"
