@@ -70,3 +70,23 @@ class RefusedError(KdumpError):
 
 class NotFoundError(PathError, FileNotFoundError):
     """Nothing at a path (a stored location whose listing holds no such entry; exit code 3)."""
+
+
+class MissingDependencyError(KdumpError, ImportError):
+    """An optional package or runtime that a feature needs is not installed (exit code 3). Its
+    message is one sentence naming what to install."""
+
+
+# The extra that installs each optional package kdump imports on demand.
+_EXTRAS = {"pyspark": "spark", "py4j": "spark", "pyarrow": "spark"}
+
+
+def missing_module(exc: ImportError, needed_for: str) -> MissingDependencyError | None:
+    """The error to report for an optional package that failed to import (None for any other
+    module: that is a bug, or a broken install, and stays as it is)."""
+    root = (exc.name or "").split(".")[0]
+    extra = _EXTRAS.get(root)
+    if extra is None:
+        return None
+    package = "pyspark" if root == "py4j" else root
+    return MissingDependencyError(f"{needed_for} needs {package}: pip install 'kdump[{extra}]'")

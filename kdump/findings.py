@@ -478,6 +478,18 @@ _KINDS = [
         None,
     ),
     FindingKind(
+        "topic-id-mismatch",
+        Consequence.REFUSES,
+        "partition",
+        "Partition directories given to `kdump compare` as replicas of one partition whose "
+        "partition.metadata files name different topic ids: they belong to different topics (often a "
+        "topic deleted and re-created under the same name), so they are not compared.",
+        "A broker keeps a partition only under the topic id the cluster metadata gives it: a log with "
+        "another topic id is refused (InconsistentTopicIdException) or, on a KRaft broker, deleted as a "
+        "stray replica; a follower never truncates or fetches it against the other topic's leader.",
+        None,
+    ),
+    FindingKind(
         "unreadable-file",
         Consequence.UNCHECKED,
         "partition",

@@ -12,12 +12,15 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import available_corpus_root, full_corpus_available
+from corpus import CORPUS_ROOT, available_corpus_root, full_corpus_available, hide_default_corpus
 
 # Hypothesis' per-example deadline (200 ms) measures the machine's load, not kdump: on a shared
 # 2-core runner a busy moment failed correct tests. Examples still run; only wall-clock limits go.
 settings.register_profile("kdump", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("kdump")
+
+# KDUMP_CORPUS set elsewhere hides ../shared from every test of this process (tests/corpus.py).
+hide_default_corpus()
 
 
 @pytest.fixture(scope="session")
@@ -66,9 +69,11 @@ def kdump() -> Callable[..., Result]:
 
 def pytest_report_header(config: pytest.Config) -> str:
     """Say which corpus the run proves things on."""
+    hidden = hide_default_corpus()
+    note = f"; {hidden} is hidden (KDUMP_CORPUS is set)" if hidden is not None else ""
     if full_corpus_available():
-        return "kdump corpus: full ../shared/corpus"
-    return "kdump corpus: bundled subset only (tests needing the full corpus will skip)"
+        return f"kdump corpus: full {CORPUS_ROOT}{note}"
+    return f"kdump corpus: bundled subset only (tests needing the full corpus will skip){note}"
 
 
 # Real Kafka brokers (fetched with Maven into a cache outside git) for the 4.x corpus and behaviour

@@ -18,6 +18,7 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +34,7 @@ __all__ = [
     "CorpusSegment",
     "available_corpus_root",
     "full_corpus_available",
+    "hide_default_corpus",
     "is_subset",
     "iter_corpus_dirs",
     "iter_log_segments",
@@ -64,6 +66,46 @@ SUBSET_ARCHIVE: Path = Path(__file__).resolve().parent / "data" / "corpus-subset
 _GUNZIPPED_IN_ARCHIVE = re.compile(
     r"/expected/(?:[^/]+/\d{20}\.log(?:\.deleted)?\.[\w.-]+\.txt|producer-manifests/[^/]+\.json)$"
 )
+
+
+DEFAULT_SHARED: Path = REPO_ROOT.parent / "shared"
+"""Where the corpus is looked for without ``KDUMP_CORPUS``: ``<repo>/../shared``."""
+
+_hidden: list[Path] = []
+
+
+def hide_default_corpus() -> Path | None:
+    """With ``KDUMP_CORPUS`` set elsewhere, make every open or listing of ``<repo>/../shared`` in this
+    process fail (an audit hook), and return that directory; else None.
+
+    ``KDUMP_CORPUS=/nonexistent`` then runs the suite as a fresh clone without the corpus runs it,
+    and a test that finds ``../shared`` on its own, ignoring ``KDUMP_CORPUS``, fails instead of
+    quietly reading the full corpus. Installed once (an audit hook cannot be removed).
+    """
+    if _hidden:
+        return _hidden[0]
+    if not os.environ.get("KDUMP_CORPUS") or not DEFAULT_SHARED.is_dir():
+        return None
+    shared = DEFAULT_SHARED.resolve()
+    if shared == CORPUS_ROOT or shared in CORPUS_ROOT.parents:
+        return None
+    prefix = str(shared) + os.sep
+
+    def hook(event: str, args: tuple[object, ...]) -> None:
+        if event not in ("open", "os.listdir", "os.scandir") or not args:
+            return
+        path = args[0]
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str):
+            return
+        full = os.path.abspath(path)  # noqa: PTH100 (a string operation: no filesystem call in the hook)
+        if full == str(shared) or full.startswith(prefix):
+            raise PermissionError(f"{full}: ../shared is hidden from this run (KDUMP_CORPUS={CORPUS_ROOT})")
+
+    sys.addaudithook(hook)
+    _hidden.append(shared)
+    return shared
 
 
 def full_corpus_available(root: Path | None = None) -> bool:

@@ -12,7 +12,7 @@ import click
 
 from kdump import __version__
 from kdump.cli.exit_codes import SHOW_COMMANDS, ExitCode
-from kdump.errors import KdumpError, LogDirLockedError, RefusedError
+from kdump.errors import KdumpError, LogDirLockedError, RefusedError, missing_module
 
 # Commands are imported only when used, so `kdump seek-by-time` does not pay for verify's imports.
 COMMANDS = {
@@ -116,7 +116,8 @@ def cli() -> None:
 
     Exit codes: 0 ok, 1 findings at or above --fail-on (verify), changes pending (dry run),
     replicas that diverge (compare) or where Kafka's tool would die (dump with Kafka's flags),
-    2 usage error, 3 a path could not be read or written, 4 repair refused (broker lock held),
+    2 usage error, 3 a path could not be read or written (or an optional dependency is missing),
+    4 repair refused (broker lock held),
     70 internal error (a bug: KDUMP_DEBUG=1 shows the traceback), 130 interrupted (Ctrl-C),
     141 output closed before verify or a repair finished (a dump whose reader stops exits 0).
 
@@ -179,15 +180,27 @@ def main() -> None:
     except KdumpError as exc:
         click.echo(f"kdump: {exc}", err=True)
         sys.exit(ExitCode.UNREADABLE)
+    except ImportError as exc:
+        # An optional package (the spark extra's) missing where no check named it first: still one
+        # sentence with the install command, and exit 3, as for a path that cannot be read.
+        missing = missing_module(exc, cli.invoked or "this command")
+        if missing is None:
+            _internal_error(exc)
+        click.echo(f"kdump: {missing}", err=True)
+        sys.exit(ExitCode.UNREADABLE)
     except Exception as exc:  # a bug: say so briefly; the traceback only on request
-        if os.environ.get("KDUMP_DEBUG"):
-            raise
-        click.echo(
-            f"kdump: internal error: {type(exc).__name__}: {exc} (set KDUMP_DEBUG=1 for a traceback)",
-            err=True,
-        )
-        sys.exit(ExitCode.INTERNAL)
+        _internal_error(exc)
     sys.exit(code)
+
+
+def _internal_error(exc: Exception) -> NoReturn:
+    if os.environ.get("KDUMP_DEBUG"):
+        raise exc
+    click.echo(
+        f"kdump: internal error: {type(exc).__name__}: {exc} (set KDUMP_DEBUG=1 for a traceback)",
+        err=True,
+    )
+    sys.exit(ExitCode.INTERNAL)
 
 
 def _end(code: int) -> NoReturn:

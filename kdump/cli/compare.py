@@ -100,6 +100,8 @@ def compare_command(
 
 def _fleet_line(row: dict[str, object]) -> str:
     last = "end" if row["last_offset"] is None else row["last_offset"]
+    if row["kind"] == "topic-id-mismatch":
+        return f"{row['partition_dir']} topic-id-mismatch: {row['reason']}"
     if row["kind"] == "uncomparable":
         return f"{row['partition_dir']} uncomparable {row['first_offset']}..{last}: {row['replica_a']} ({row['reason']})"
     return (

@@ -226,7 +226,12 @@ def _write(
         from kdump.render.kcat import write_kcat
 
         write_kcat(events, sys.stdout, diag, encoding=encoding)
-    elif options.records and fmt != "rich" and (workers > 1 or _compiled_records() or fmt in TTY_FORMATS):
+    elif (
+        options.records
+        and fmt != "rich"
+        and not _selective(options)
+        and (workers > 1 or _compiled_records() or fmt in TTY_FORMATS)
+    ):
         return _dump_parallel(targets, options, fmt, encoding, workers, bar)
     elif fmt == "json":
         from kdump.render.jsonl import write_jsonl
@@ -263,6 +268,14 @@ class _Unchecked:
 
 # Below this much log, starting worker processes costs more than it saves.
 PARALLEL_MIN_BYTES = 8 << 20
+
+
+def _selective(options: DumpOptions) -> bool:
+    """A dump that shows only some records (a filter, `--where`) is rendered in this process from
+    the deep scan, whichever record path is on: its summary counts every record of the batches read,
+    and every finding of decoding them, as without a filter (chunks handed to workers hold only the
+    batches that pass, so they could count neither)."""
+    return options.filter.active or (options.payloads is not None and options.payloads.where is not None)
 
 
 def _compiled_records() -> bool:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kdump.findings import Finding, Severity
+from kdump.findings import Finding, Severity, make_finding
 from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.ops.epochs import Truncation, check_checkpoint, epoch_cache, truncation_point
@@ -147,6 +147,8 @@ class PartitionComparison:
     uncomparable: list[Uncomparable] = field(default_factory=list)
     truncations: list[TruncationResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    # The replicas name different topic ids: not replicas of one partition, so not compared.
+    refused: bool = False
 
     @property
     def divergences(self) -> list[Divergence]:
@@ -170,7 +172,7 @@ class PartitionComparison:
     @property
     def agree(self) -> bool:
         """All replicas were read whole and hold the same batches."""
-        return not self.divergences and not self.incomplete
+        return not self.refused and not self.divergences and not self.incomplete
 
 
 # --- the walk --------------------------------------------------------------------------------------
@@ -381,6 +383,11 @@ def compare_replicas(
     """Compare loaded replicas pairwise; with `leader` (a replica's label), truncate the others to it,
     without it, every replica in turn leads."""
     result = PartitionComparison(name, list(replicas))
+    mismatch = topic_id_mismatches(replicas)
+    if mismatch:
+        result.findings.extend(mismatch)
+        result.refused = True
+        return result
     for rep in replicas:
         result.findings.extend(rep.findings)
         checkpoint = rep.path / "leader-epoch-checkpoint"
@@ -397,6 +404,30 @@ def compare_replicas(
             if follower is not lead:
                 result.truncations.append(truncate_follower(lead, follower, new_epoch))
     return result
+
+
+def topic_id_mismatches(replicas: Sequence[Replica]) -> list[Finding]:
+    """A `topic-id-mismatch` finding for each replica whose partition.metadata names another topic id
+    than the first replica that has one (replicas without the file cannot tell, and are not refused)."""
+    known = [r for r in replicas if r.topic_id is not None]
+    if not known:
+        return []
+    first = known[0]
+    return [
+        make_finding(
+            "topic-id-mismatch",
+            str(r.path / "partition.metadata"),
+            f"topic id {r.topic_id} differs from {first.topic_id} in {first.path / 'partition.metadata'}: "
+            f"{r.label} and {first.label} are partitions of different topics, not replicas of one; "
+            "they were not compared",
+            replica=r.label,
+            topic_id=r.topic_id,
+            other_replica=first.label,
+            other_topic_id=first.topic_id,
+        )
+        for r in known[1:]
+        if r.topic_id != first.topic_id
+    ]
 
 
 def compare_partition(
@@ -433,6 +464,8 @@ def group_replicas(targets: Sequence[Target]) -> tuple[list[tuple[str, list[Part
     by two or more of them is one replica set; a name only one holds has nothing to compare with.
     """
     notes: list[str] = []
+    if not targets:  # none of the paths could be read: nothing to group (the caller exits 3)
+        return [], notes
     if all(t.kind == "partition" for t in targets):
         dirs = [PartitionDir.load(t.path) for t in targets]
         if len({d.name for d in dirs}) > 1:

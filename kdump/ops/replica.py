@@ -8,6 +8,7 @@ kept, so that `compare` never calls damage a divergence and never calls it agree
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,9 +17,10 @@ from kdump.findings import Finding, Severity, make_finding
 from kdump.formats import checkpoints
 from kdump.formats.batch import BatchHeader
 from kdump.model.partition import PartitionDir
-from kdump.ops.tiered import TieredContext, broker_log_starts, tiering
-from kdump.scan.events import ScanSummary
-from kdump.scan.source import read_small_file
+from kdump.ops.tiered import TieredContext, broker_log_starts, partition_topic_id, tiering
+from kdump.scan.events import Event, ScanSummary
+from kdump.scan.log_scanner import decode_batch_records, scan_log
+from kdump.scan.source import open_buffer, read_small_file
 
 # Findings after which the offsets up to the next readable batch are unknown on this replica. A
 # zero-filled tail is not among them: zeros hold no batch, so nothing is hidden there.
@@ -76,6 +78,9 @@ class Replica:
     # Tiered storage (its topic's remote.storage.enable): the log start offset stays at the checkpoint,
     # below the first local segment, and the offsets between are in remote storage.
     tiered: bool = False
+    # The topic id of its partition.metadata (None when absent or unreadable): replicas of one
+    # partition share it; a topic deleted and re-created under the same name has another.
+    topic_id: str | None = None
 
     def __len__(self) -> int:
         return len(self.bases)
@@ -156,6 +161,7 @@ def load_replica(
     (default: the metadata log of its log dir)."""
     log_dir = part.path.resolve().parent
     rep = Replica(part.path, label or str(part.path), log_dir)
+    rep.topic_id = partition_topic_id(part)
     _read_log_dir_state(rep, part)
     _read_checkpoint(rep, part)
     if part.segments:
@@ -174,10 +180,14 @@ def load_replica(
         prev_last: int | None = None
         headers: list[BatchHeader] = []
         try:
-            for ev in seg.scan():
+            for ev, buf in _scan_with_buffer(seg.log, file, seg.base_offset):
                 if isinstance(ev, BatchHeader):
                     if not ev.crc_ok:
                         continue
+                    if ev.count is None and ev.magic < 2 and ev.compression:
+                        # A legacy wrapper: its records are the messages inside it, counted as
+                        # verify counts them (the scanner decoded it too, for its first offset).
+                        ev = ev._replace(count=len(decode_batch_records(buf, ev, file)[0]))
                     if hole_from is not None:
                         base = ev.base_offset if ev.base_offset is not None else ev.last_offset
                         if base > hole_from:
@@ -206,6 +216,13 @@ def load_replica(
                 rep.holes.append(Hole(hole_from, end, file, hole_reason))
     _sort_if_needed(rep)
     return rep
+
+
+def _scan_with_buffer(log: Path, file: str, base_offset: int) -> Iterator[tuple[Event, memoryview]]:
+    """The segment's shallow scan events, each with the buffer it was read from."""
+    with open_buffer(log) as buf:
+        for ev in scan_log(buf, file=file, base_offset=base_offset):
+            yield ev, buf
 
 
 def _sort_if_needed(rep: Replica) -> None:

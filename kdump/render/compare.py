@@ -109,6 +109,7 @@ def partition_summary_row(c: PartitionComparison) -> dict[str, Any]:
         "partition": c.name,
         "replicas": [r.label for r in c.replicas],
         "agree": c.agree,
+        "refused": c.refused,
         "common_last_offset": min(known) if known and len(known) == len(prefixes) else None,
         "common_epoch": min(epochs) if epochs and len(epochs) == len(prefixes) else None,
         "divergences": {k: kinds.get(k, 0) for k in KINDS},
@@ -127,6 +128,7 @@ def overall_row(results: Sequence[PartitionComparison], exit_code: int) -> dict[
         "agree": sum(1 for c in results if c.agree),
         "diverge": sum(1 for c in results if c.divergences),
         "incomplete": sum(1 for c in results if c.incomplete),
+        "refused": sum(1 for c in results if c.refused),
         "exit_code": exit_code,
     }
 
@@ -233,17 +235,24 @@ def partition_lines(c: PartitionComparison) -> list[str]:
                 )
             lines += _table(drows, "    ")
     lines += ["  " + truncation_line(t) for t in c.truncations]
-    verdict = "agree" if c.agree else ("could not all be read" if c.incomplete else "diverge")
-    lines.append(f"  replicas {verdict}")
+    lines.append(f"  replicas {verdict_text(c)}")
     return lines
+
+
+def verdict_text(c: PartitionComparison) -> str:
+    """What the comparison found, in a few words after "replicas"."""
+    if c.refused:
+        return "not compared: they name different topic ids (partitions of different topics)"
+    return "agree" if c.agree else ("could not all be read" if c.incomplete else "diverge")
 
 
 def total_line(results: Sequence[PartitionComparison], exit_code: int) -> str:
     """The last line of a text run."""
     row = overall_row(results, exit_code)
+    refused = f", {row['refused']} not compared (different topic ids)" if row["refused"] else ""
     return (
         f"Total: {row['partitions']} partitions: {row['agree']} agree, {row['diverge']} diverge, "
-        f"{row['incomplete']} incomplete; exit {exit_code}"
+        f"{row['incomplete']} incomplete{refused}; exit {exit_code}"
     )
 
 
@@ -298,3 +307,5 @@ def write_rich(console: Any, c: PartitionComparison) -> None:
         console.print(table)
     for t in c.truncations:
         console.print(truncation_line(t))
+    if c.refused:
+        console.print(Text(f"replicas {verdict_text(c)}", "bold red"))

@@ -126,6 +126,26 @@ def comparison_rows(result: PartitionComparison) -> list[dict[str, Any]]:
                 "reason": f"{u.reason} in {u.file}",
             }
         )
+    for f in result.findings:
+        if f.code == "topic-id-mismatch":
+            # Not replicas of one partition: never compared, never taken for agreement.
+            rows.append(
+                {
+                    "topic": topic,
+                    "partition": number,
+                    "partition_dir": result.name,
+                    "kind": "topic-id-mismatch",
+                    "first_offset": None,
+                    "last_offset": None,
+                    "replica_a": f.details["other_replica"],
+                    "replica_b": f.details["replica"],
+                    "records_a": None,
+                    "records_b": None,
+                    "leader_epochs_a": [],
+                    "leader_epochs_b": [],
+                    "reason": f.message,
+                }
+            )
     return rows
 
 
@@ -164,7 +184,7 @@ def run_fleet_compare(paths: Sequence[str], *, master: str | None = None) -> Fle
     """`kdump compare --engine spark`: the rows, collected on the driver in partition order."""
     from kdump.spark.session import spark_session
 
-    spark, created = spark_session(master)
+    spark, created = spark_session(master, "compare --engine spark")
     try:
         rdd, notes, unreadable = _rdd(spark, paths)
         rows: list[dict[str, Any]] = rdd.collect()

@@ -56,7 +56,17 @@ from dataclasses import dataclass, replace
 from types import FrameType
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+from kdump.errors import missing_module
+
+try:
+    import pyarrow  # noqa: F401  (the rows are Arrow batches: kdump.spark.arrow_rows)
+    from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+except ImportError as exc:
+    # A missing pyspark or pyarrow is one sentence naming the install command.
+    missing = missing_module(exc, "the kdump Spark data source")
+    if missing is None:
+        raise
+    raise missing from exc
 
 from kdump.spark.arrow_rows import read_batches, read_findings, read_records
 from kdump.spark.options import (

@@ -183,7 +183,7 @@ def run_fleet_verify(
     """
     plans = plan_verify(targets)
     units = fleet_units(plans)
-    spark, created = spark_session(master)
+    spark, created = spark_session(master, "verify --engine spark")
     try:
         leaves = verify_units(spark.sparkContext, units, options)
     finally:

@@ -57,17 +57,22 @@ def _quiet_gateway(conf: Any) -> Any:
     return gateway
 
 
-def spark_session(master: str | None) -> tuple[Any, bool]:
+def spark_session(master: str | None, needed_for: str = "--engine spark") -> tuple[Any, bool]:
     """The running SparkSession, or a new one on `master` (default `local[*]`); and whether it is new.
 
     For a local master the workers run this very Python (`PYSPARK_PYTHON`, unless already set), so
-    they find kdump and pyarrow.
+    they find kdump and pyarrow. pyspark, pyarrow and (for a new session) Java are checked first:
+    `MissingDependencyError` names what to install.
     """
+    from kdump.spark.requirements import require_java, require_modules
+
+    require_modules(needed_for, "pyspark", "pyarrow")
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     if SparkContext._active_spark_context is not None:
         return SparkSession.builder.getOrCreate(), False
+    require_java(needed_for)
     url = master or "local[*]"
     conf = SparkConf().setMaster(url).setAppName("kdump").set("spark.ui.showConsoleProgress", "false")
     local = url.startswith("local")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from kdump.errors import NotFoundError, PathError
+from kdump.errors import NotFoundError, PathError, missing_module
 from kdump.store.entries import Entry, EntryKind
 
 _FILESYSTEMS: dict[str, Any] = {}
@@ -44,10 +44,7 @@ FETCHED = FetchStats()
 
 def _filesystem(url: str) -> tuple[Any, str]:
     """The pyarrow filesystem for a URL (one per scheme and host, per process) and the path in it."""
-    try:
-        import pyarrow.fs as pafs
-    except ImportError:
-        raise PathError(f"{url}: reading URLs needs pyarrow: pip install 'kdump[spark]'") from None
+    pafs = _pyarrow_fs(url)
     parts = urlsplit(url)
     key = f"{parts.scheme}://{parts.netloc}"
     fs = _FILESYSTEMS.get(key)
@@ -60,6 +57,18 @@ def _filesystem(url: str) -> tuple[Any, str]:
     if parts.scheme in ("hdfs", "viewfs", "file"):
         return fs, parts.path
     return fs, f"{parts.netloc}{parts.path}".rstrip("/")
+
+
+def _pyarrow_fs(url: str) -> Any:
+    """`pyarrow.fs`, or MissingDependencyError naming the install command."""
+    try:
+        import pyarrow.fs as pafs
+    except ImportError as exc:
+        missing = missing_module(exc, f"{url}: reading URLs")
+        if missing is None:
+            raise
+        raise missing from None
+    return pafs
 
 
 def _kind(info: Any) -> EntryKind:
@@ -78,9 +87,8 @@ def list_remote(url: str) -> list[Entry]:
     Raises:
         PathError: nothing is there, or the store refused.
     """
-    import pyarrow.fs as pafs
-
     fs, path = _filesystem(url)
+    pafs = _pyarrow_fs(url)
     root = url.rstrip("/")
     try:
         info = fs.get_file_info(path)

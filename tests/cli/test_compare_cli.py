@@ -72,6 +72,7 @@ def test_json_records(kdump: Run, pair: tuple[Path, Path, int]) -> None:
         "agree": 0,
         "diverge": 1,
         "incomplete": 0,
+        "refused": 0,
         "exit_code": 1,
     }
 

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
+from corpus import CORPUS_ROOT
 
 from kdump.formats.offset_index import encode_offset_index
 from kdump.formats.records import NewRecord, build_v2_batch
 from kdump.formats.time_index import encode_time_index
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = CORPUS_ROOT  # ../shared/corpus beside the checkout, or $KDUMP_CORPUS
 NO_CORPUS = f"the real-broker corpus is not at {CORPUS} (it sits beside the checkout as ../shared/corpus)"
 
 Run = Callable[..., Result]

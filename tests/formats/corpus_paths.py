@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import corpus
 import pytest
 
-# The corpus sits beside the checkout: /work/main (repo) -> /work/shared/corpus.
-CORPUS_ROOT = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+# The corpus sits beside the checkout (/work/main -> /work/shared/corpus), or at $KDUMP_CORPUS.
+CORPUS_ROOT: Path = corpus.CORPUS_ROOT
 CORPUS_DIRS = ("kafka-3.8.0", "kafka-3.8.0-zk-legacy", "kafka-3.8.0-running-copy")
 _MISSING_REASON = (
     f"full Kafka corpus not found at {CORPUS_ROOT}: the differential tests need ../shared/corpus"

@@ -20,6 +20,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from corpus import is_subset
 from corruptions import copy_tree, tree_state
 from oracle import LogDump, OracleBatch, OracleRecord, parse_log_dump
 
@@ -131,6 +132,8 @@ def test_salvage_recovers_everything_but_the_damaged_batches(
     oracles = {log.name: _oracle(corpus_root, corpus, src / log.name) for log in logs}
     # The damaged segment: one with at least three batches, in the middle of the partition if it can be.
     eligible = [log for log in logs if len(oracles[log.name].batches) >= 3]
+    if not eligible and is_subset(corpus_root):
+        pytest.skip(f"the bundled corpus subset keeps too few batches of {name} (the full corpus has them)")
     target = eligible[(len(eligible) - 1) // 2]
     batches = oracles[target.name].batches
     middle = batches[len(batches) // 2]
@@ -152,6 +155,8 @@ def test_salvage_recovers_everything_but_the_damaged_batches(
         }
     assert hit or kind == "inserted-garbage"
     ordered = [(b, log == target and b.position in hit) for log in logs for b in oracles[log.name].batches]
+    if ordered[-1][1] and is_subset(corpus_root):
+        pytest.skip(f"{kind} reaches the end of the bundled subset's short copy of {name}: no batch after it")
 
     # Records: Kafka's deep dump minus exactly the damaged batches.
     expected = [_record_fields(r) for b, dmg in ordered if not dmg for r in b.records]

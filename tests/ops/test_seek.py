@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from corpus import CORPUS_ROOT
 
 from kdump.formats.batch import BatchHeader
 from kdump.formats.constants import Codec, ControlType
@@ -40,7 +41,7 @@ from kdump.scan.events import ScanMode
 from kdump.scan.log_scanner import scan_log
 from kdump.scan.source import open_buffer
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = CORPUS_ROOT  # ../shared/corpus beside the checkout, or $KDUMP_CORPUS
 CORPUS_DIRS = ("kafka-3.8.0", "kafka-3.8.0-zk-legacy", "kafka-3.8.0-running-copy")
 NO_CORPUS = f"the real-broker corpus is not at {CORPUS} (it sits beside the checkout as ../shared/corpus)"
 

@@ -64,7 +64,9 @@ def test_verify_table_keeps_every_partition_name_and_offsets_whole(width: int, c
     verify_table(console, reports, 0)
     text = out.getvalue()
     _check_fits(text, width)
-    assert f"(partitions in {corpus_root})" in text
+    # The title wraps at a space when the table is narrower than it (the bundled subset's names are
+    # short): the root it names is still whole.
+    assert f"(partitions in {corpus_root})" in " ".join(text.split())
     rows = [r for r in _rows(text) if r[0]]
     # The name relative to the root the partitions share: log dir and partition, which tell the
     # partitions apart (txn-0, txn-1, txn-input-0 ...).

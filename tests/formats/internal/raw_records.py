@@ -9,21 +9,17 @@ internal-topic decoders must reproduce.
 from __future__ import annotations
 
 import gzip
-import os
 import re
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+import corpus
 import pytest
 
-# /work/main/tests/formats/internal/raw_records.py -> /work/main/../shared/corpus, or $KDUMP_CORPUS.
-CORPUS_ROOT = (
-    Path(os.environ["KDUMP_CORPUS"]).expanduser().resolve()
-    if os.environ.get("KDUMP_CORPUS")
-    else Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
-)
+# <repo>/../shared/corpus, or $KDUMP_CORPUS (tests/corpus.py).
+CORPUS_ROOT: Path = corpus.CORPUS_ROOT
 
 SEGMENT = "00000000000000000000.log"
 
