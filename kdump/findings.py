@@ -766,12 +766,12 @@ class Finding:
         if is_stored(self.file):
             # Repairs work on local files only: name the copy to repair, keeping the URL whole.
             where = f"a local copy of {self.file.rsplit('/', 1)[0]}"
-            command = template.replace("PARTITION", where)
         else:
-            command = template.replace("PARTITION", shlex.quote(str(Path(self.file).parent)))
-            if self.details.get("salvage_first"):
-                # Valid data lies past the cut the trim makes: get it out first.
-                command = f"kdump salvage --out DIR {shlex.quote(str(Path(self.file).parent))} && {command}"
+            where = shlex.quote(str(Path(self.file).parent))
+        command = template.replace("PARTITION", where)
+        if self.details.get("salvage_first"):
+            # Valid data lies past the cut the trim makes: get it out first.
+            command = f"kdump salvage --out DIR {where} && {command}"
         if self.offset is not None:
             command = command.replace("OFFSET", str(self.offset))
         return command

@@ -27,14 +27,12 @@ from pathlib import Path
 
 from kdump.errors import DecodeError, KdumpError
 from kdump.findings import CATALOG, Finding, Severity, make_finding
-from kdump.formats.batch import BatchHeader
 from kdump.formats.checkpoints import decode_offset_checkpoint
 from kdump.formats.filenames import parse_partition_dir_name
 from kdump.model.partition import PartitionDir
 from kdump.ops.segment_check import SegmentResult
 from kdump.ops.topic_config import find_metadata_log, topic_configs
-from kdump.scan.log_scanner import scan_log
-from kdump.scan.source import open_buffer, read_small_file
+from kdump.scan.source import read_small_file
 
 # Kafka creates these with cleanup.policy=compact.
 COMPACTED_INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})
@@ -93,7 +91,7 @@ def _cleaned_partitions(checkpoint: Path, _stamp: float) -> frozenset[tuple[str,
     return frozenset((e.topic, e.partition) for e in entries)
 
 
-def cleanup_policy(part: PartitionDir) -> tuple[str | None, str]:
+def cleanup_policy(part: PartitionDir, results: Sequence[SegmentResult]) -> tuple[str | None, str]:
     """The partition's topic's cleanup policy ("compact", "delete" or None when unknown) and where
     that came from."""
     parsed = parse_partition_dir_name(part.path.name)
@@ -120,32 +118,30 @@ def cleanup_policy(part: PartitionDir) -> tuple[str | None, str]:
         return "compact", f"the log cleaner has cleaned it ({checkpoint})"
     if meta is not None:
         return "delete", f"the topic sets no cleanup.policy in {meta}: the default, delete"
-    sparse = _cleaned_batch(part)
+    sparse = _cleaned_segment(results)
     if sparse is not None:
         return (
             "compact",
-            f"batch at offset {sparse} holds fewer records than offsets, as only the log cleaner leaves",
+            f"{sparse} holds a batch with fewer records than offsets, as only the log cleaner leaves",
         )
     return None, "no metadata log or cleaner checkpoint beside the partition"
 
 
-def _cleaned_batch(part: PartitionDir) -> int | None:
-    """The base offset of a v2 batch with fewer records than its offset range: the log cleaner's
-    mark (a produced batch must have exactly one record per offset, `LogValidator.validateBatch`)."""
-    for seg in part.segments:
-        if seg.log is None:
+def _cleaned_segment(results: Sequence[SegmentResult]) -> str | None:
+    """A segment holding a batch with fewer records than its offset range, the log cleaner's mark (a
+    produced batch has exactly one record per offset, `LogValidator.validateBatch`): found from the
+    scan's own counts, without reading the log again (a stored log is fetched once). In a wholly
+    valid segment the batches cover its first..last offsets except the gaps between them; fewer
+    records than that is a batch the cleaner thinned."""
+    for r in results:
+        s = r.summary
+        if s is None or s.partial or s.valid_bytes < s.size or s.uncounted_batches:
             continue
-        with open_buffer(seg.log) as buf:
-            for ev in scan_log(buf, file=str(seg.log), resync=False):
-                if (
-                    isinstance(ev, BatchHeader)
-                    and ev.crc_ok
-                    and ev.magic == 2
-                    and ev.base_offset is not None
-                    and ev.count is not None
-                    and 0 < ev.count < ev.last_offset - ev.base_offset + 1
-                ):
-                    return ev.base_offset
+        if s.first_offset is None or s.last_offset is None or not s.first_offset_known:
+            continue
+        between = sum(int(f.details.get("gap", 1)) for f in r.findings if f.code == "offset-gap")
+        if s.record_count < s.last_offset - s.first_offset + 1 - between:
+            return str(r.segment.log)
     return None
 
 
@@ -154,7 +150,7 @@ def check_offset_holes(part: PartitionDir, results: Sequence[SegmentResult]) -> 
     holes = _holes(results)
     if not holes:
         return
-    policy, source = cleanup_policy(part)
+    policy, source = cleanup_policy(part, results)
     if policy == "compact":
         return
     for file, first, count in holes:

@@ -54,6 +54,9 @@ class Replica:
     epochs: list[int] = field(default_factory=list)
     crcs: list[int] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
+    # Some legacy wrapper's messages could not be read (its codec's library is missing here): the
+    # record count is unknown, never the count of what could be read.
+    records_unknown: bool = False
     producer_ids: list[int] = field(default_factory=list)
     producer_epochs: list[int] = field(default_factory=list)
     base_sequences: list[int] = field(default_factory=list)
@@ -187,7 +190,10 @@ def load_replica(
                     if ev.count is None and ev.magic < 2 and ev.compression:
                         # A legacy wrapper: its records are the messages inside it, counted as
                         # verify counts them (the scanner decoded it too, for its first offset).
-                        ev = ev._replace(count=len(decode_batch_records(buf, ev, file)[0]))
+                        inner, trouble = decode_batch_records(buf, ev, file)
+                        ev = ev._replace(count=len(inner))
+                        if any(f.code == "codec-unavailable" for f in trouble):
+                            rep.records_unknown = True
                     if hole_from is not None:
                         base = ev.base_offset if ev.base_offset is not None else ev.last_offset
                         if base > hole_from:

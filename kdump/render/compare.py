@@ -39,7 +39,7 @@ def replica_row(part: str, rep: Replica) -> dict[str, Any]:
         "checkpoint": None if rep.checkpoint is None else [list(e) for e in rep.checkpoint],
         "segments": rep.segments,
         "batches": len(rep),
-        "records": sum(rep.counts),
+        "records": None if rep.records_unknown else sum(rep.counts),
         "findings": {s.label: counts.get(s, 0) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)},
     }
 
@@ -208,7 +208,7 @@ def partition_lines(c: PartitionComparison) -> list[str]:
                 str(r.log_end_offset),
                 epochs,
                 str(len(r)),
-                str(sum(r.counts)),
+                "?" if r.records_unknown else str(sum(r.counts)),
                 str(errors),
             ]
         )

@@ -10,10 +10,12 @@ tests/brokers/releases.py into the cache outside the checkout. Each pair runs in
 process, output to /dev/null, after one warm-up of each side (bench_speed.pair): kdump's time over
 Kafka's, run by run, and the median of those ratios.
 
-- shallow: `kdump dump SEG` against `--files SEG` (batch lines);
-- deep: `kdump dump --records --skip-payloads SEG` where kdump has it, else `kdump dump --records
-  SEG`, against `--deep-iteration`;
-- deep with payloads: `kdump dump --records SEG` against `--deep-iteration --print-data-log`.
+- shallow: `--files SEG` on both sides (batch lines);
+- deep: `--deep-iteration --files SEG` on both sides;
+- deep with payloads: `--deep-iteration --print-data-log --files SEG` on both sides.
+
+kdump takes Kafka's flags and prints Kafka's output line for line (tests/cli/test_kafka_flags*.py), so
+each pair writes the same bytes; a kdump without them runs `kdump dump [--records] SEG` instead.
 """
 
 from __future__ import annotations
@@ -67,17 +69,23 @@ def main() -> None:
     args = ap.parse_args()
     kdump = str(Path(sys.executable).with_name("kdump"))
     kafka = kafka_tool(args.release)
-    deep = ["--records", "--skip-payloads"] if _kdump_has(kdump, "--skip-payloads") else ["--records"]
+    same = _kdump_has(kdump, "--deep-iteration")
     print(f"Kafka {args.release} kafka-dump-log vs kdump; A = kdump, B = Kafka's tool", flush=True)
     for shape in args.shapes.split(","):
         log = str(args.root / f"{shape}-0" / "00000000000000000000.log")
+        flags = {
+            "shallow": [],
+            "deep": ["--deep-iteration"],
+            "deep with payloads": ["--deep-iteration", "--print-data-log"],
+        }
         cases = {
-            "shallow": ([kdump, "dump", log], [*kafka, "--files", log]),
-            "deep": ([kdump, "dump", *deep, log], [*kafka, "--deep-iteration", "--files", log]),
-            "deep with payloads": (
-                [kdump, "dump", "--records", log],
-                [*kafka, "--deep-iteration", "--print-data-log", "--files", log],
-            ),
+            name: (
+                [kdump, "dump", *f, "--files", log]
+                if same
+                else [kdump, "dump", *(["--records"] if f else []), log],
+                [*kafka, *f, "--files", log],
+            )
+            for name, f in flags.items()
         }
         for name, (a, b) in cases.items():
             pair(f"{shape.upper()}: {name}", a, b, args.runs)

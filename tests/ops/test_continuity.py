@@ -20,6 +20,7 @@ from kdump.formats.checkpoints import encode_offset_checkpoint
 from kdump.model.log_dir import discover
 from kdump.model.partition import PartitionDir
 from kdump.ops.continuity import cleanup_policy
+from kdump.ops.segment_check import check_segment
 from kdump.ops.verify import VerifyOptions, verify_targets
 
 COVERED_CODES = {"offset-hole"}
@@ -70,7 +71,7 @@ def test_a_lost_segment_of_a_delete_topic_is_an_error(corpus_root: Path, tmp_pat
     )[0]
     _drop_segment(part, base)
     assert _holes(part) == [(base, following - base, Severity.ERROR)]
-    policy, source = cleanup_policy(PartitionDir.load(part))
+    policy, source = cleanup_policy(PartitionDir.load(part), ())
     assert policy == "delete"
     assert "sets no cleanup.policy" in source
 
@@ -100,7 +101,7 @@ def test_a_compacted_topic_may_skip_offsets(corpus_root: Path, tmp_path: Path) -
     part = log_dir / "compacted-0"
     _drop_segment(part, _middle(part))
     assert _holes(part) == []
-    assert cleanup_policy(PartitionDir.load(part))[0] == "compact"
+    assert cleanup_policy(PartitionDir.load(part), ())[0] == "compact"
 
 
 def test_without_a_policy_a_hole_is_a_warning_and_the_cleaner_checkpoint_settles_it(tmp_path: Path) -> None:
@@ -116,7 +117,10 @@ def test_without_a_policy_a_hole_is_a_warning_and_the_cleaner_checkpoint_settles
 def test_the_cleaners_mark_in_the_batches_says_compacted() -> None:
     """The bundled sample has no metadata log; its batches hold fewer records than offsets."""
     part = REPO / "samples" / "logdir" / "compacted-sparse-0"
-    policy, source = cleanup_policy(PartitionDir.load(part))
+    loaded = PartitionDir.load(part)
+    assert cleanup_policy(loaded, ())[0] is None  # the batches are the only witness
+    results = [check_segment(seg) for seg in loaded.segments if seg.log is not None]
+    policy, source = cleanup_policy(loaded, results)
     assert policy == "compact"
     assert "fewer records than offsets" in source
     assert any(f.code == "offset-gap" for f in _findings(part))  # the gap is there, and legal
