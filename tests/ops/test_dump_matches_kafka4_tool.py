@@ -9,7 +9,8 @@ while it ran and the copy taken after SIGKILL.
   internal topic the tool's decoder output: `--offsets-decoder` (KIP-848 consumer, share and streams
   groups), `--transaction-log-decoder` (transactions v2), `--share-group-state-decoder`,
   `--cluster-metadata-decoder` (the metadata log and its snapshots, KRaft voters records);
-* index, time index, aborted-transaction index and producer snapshot entries equal the tool's;
+* index, time index, aborted-transaction index and producer snapshot entries equal the tool's
+  (compared field by field: kdump prints those files in its own words);
 * `verify` of each copy reports no error and no warning but the ones listed in `EXPECTED_WARNINGS`,
   each a state the broker itself leaves (see there).
 
@@ -23,6 +24,7 @@ import json
 import tarfile
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -36,7 +38,7 @@ from kafka4_corpus import (
     oracle,
     partitions,
 )
-from oracle import parse_index_dump, parse_time_index_dump, parse_txnindex_dump
+from oracle import parse_index_dump, parse_snapshot_dump, parse_time_index_dump, parse_txnindex_dump
 
 from kdump.findings import Finding, Severity
 from kdump.model.log_dir import discover
@@ -58,7 +60,7 @@ def _member_ids(suffixes: tuple[str, ...]) -> list[str]:
 
 SEGMENTS = _member_ids((".log",))
 CHECKPOINTS = _member_ids((".checkpoint",))
-INDEXES = _member_ids((".index", ".timeindex", ".txnindex"))
+INDEXES = _member_ids((".index", ".timeindex", ".txnindex", ".snapshot"))
 
 
 @pytest.fixture(scope="session")
@@ -126,6 +128,16 @@ def _rows(kdump: Run, path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 
 
+def _producer_state(r: dict[str, object]) -> tuple[object, ...]:
+    """A producer snapshot entry as Kafka's tool prints it: no batch part for a producer without one."""
+    txn_first = None if r["current_txn_first_offset"] == -1 else r["current_txn_first_offset"]
+    head = (r["producer_id"], r["producer_epoch"], r["coordinator_epoch"], txn_first, r["timestamp"])
+    if r["first_sequence"] is None:
+        return (*head, None, None, None, None, None)
+    batch = (r["first_sequence"], r["last_sequence"], r["last_offset"], r["offset_delta"], r["timestamp"])
+    return (*head, *batch)
+
+
 @pytest.mark.parametrize("rel", INDEXES)
 def test_index_entries_equal_kafkas(kafka4: Path, kdump: Run, rel: str) -> None:
     path = kafka4 / rel
@@ -137,6 +149,9 @@ def test_index_entries_equal_kafkas(kafka4: Path, kdump: Run, rel: str) -> None:
     elif path.suffix == ".timeindex":
         ours = [(r["timestamp"], r["offset"]) for r in rows if r["type"] == "time-index-entry"]
         assert ours == [tuple(e) for e in parse_time_index_dump(dump).entries]
+    elif path.suffix == ".snapshot":
+        ours = [_producer_state(r) for r in rows if r["type"] == "producer-state"]
+        assert ours == [astuple(e) for e in parse_snapshot_dump(dump).entries]
     else:
         fields = ("producer_id", "first_offset", "last_offset", "last_stable_offset")
         ours = [tuple(r[f] for f in fields) for r in rows if r["type"] == "aborted-txn"]
