@@ -1,8 +1,8 @@
-"""The Kafka 4.x corpus (`tests/data/kafka4-corpus.tar.xz`): a log dir a real Kafka 4.4.0 broker wrote.
+"""The Kafka 4.x corpus (`tests/data/kafka4-corpus.tar.xz`): log dirs real Kafka 4.4.0 and 3.9.1 brokers wrote.
 
-`tests/data/make_kafka4_corpus.py` builds it and `tests/data/PROVENANCE.md` says what is in it. Three
-corpus directories, in the shared corpus layout: `kafka-4.4.0/` (after a clean stop),
-`kafka-4.4.0-running-copy/` (copied with `cp -a` while a producer wrote) and `kafka-4.4.0-killed-copy/`
+`tests/data/make_kafka4_corpus.py` builds it and `tests/data/PROVENANCE.md` says what is in it. Per
+release three corpus directories, in the shared corpus layout: `kafka-<v>/` (after a clean stop),
+`kafka-<v>-running-copy/` (copied with `cp -a` while a producer wrote) and `kafka-<v>-killed-copy/`
 (copied after SIGKILL), each with its partition dirs, `_logdir-files/` (the log dir's own files) and
 `expected/` (that release's kafka-dump-log of every file, `<file>.<variant>.txt`).
 
@@ -19,8 +19,8 @@ import tarfile
 from pathlib import Path
 
 ARCHIVE = Path(__file__).resolve().parent / "data" / "kafka4-corpus.tar.xz"
-VERSION = "4.4.0"
-CORPUS_DIRS = (f"kafka-{VERSION}", f"kafka-{VERSION}-running-copy", f"kafka-{VERSION}-killed-copy")
+VERSIONS = ("4.4.0", "3.9.1")
+CORPUS_DIRS = tuple(f"kafka-{v}{copy}" for v in VERSIONS for copy in ("", "-running-copy", "-killed-copy"))
 DECODERS = {
     "__consumer_offsets": "offsets-decoder",
     "__transaction_state": "transaction-log-decoder",
@@ -64,6 +64,11 @@ def _write_sparse(target: Path, data: bytes) -> None:
 def _copy_sparse(src: str, dst: str) -> None:
     _write_sparse(Path(dst), Path(src).read_bytes())
     shutil.copystat(src, dst)
+
+
+def version_of(corpus_dir: str) -> str:
+    """The release that wrote a corpus directory (`kafka-3.9.1-killed-copy` -> `3.9.1`)."""
+    return corpus_dir.split("-")[1]
 
 
 def partitions(corpus: Path) -> list[Path]:

@@ -27,6 +27,7 @@ public class DumpLogBatch {
                  PrintStream errStream = new PrintStream(err, true, StandardCharsets.UTF_8)) {
                 System.setOut(out);
                 System.setErr(errStream);
+                scalaConsole(out, errStream);
                 try {
                     main.invoke(null, (Object) Arrays.copyOfRange(parts, 1, parts.length));
                 } catch (InvocationTargetException e) {
@@ -36,6 +37,7 @@ public class DumpLogBatch {
                     out.flush();
                     System.setOut(realOut);
                     System.setErr(realErr);
+                    scalaConsole(realOut, realErr);
                 }
             }
             if (err.size() > 0) Files.write(Paths.get(parts[0] + ".stderr"), err.toByteArray());
@@ -43,5 +45,19 @@ public class DumpLogBatch {
             jobs++;
         }
         realOut.println("dumped " + jobs);
+    }
+
+    // Kafka 3.x's tool is Scala: its println writes to scala.Console's stream, which System.setOut does not
+    // move. Console.setOutDirect/setErrDirect (public in the bytecode) do; 4.x's Java tool has no Scala.
+    static void scalaConsole(PrintStream out, PrintStream err) throws Exception {
+        Class<?> console;
+        try {
+            console = Class.forName("scala.Console$");
+        } catch (ClassNotFoundException e) {
+            return;
+        }
+        Object module = console.getField("MODULE$").get(null);
+        console.getMethod("setOutDirect", PrintStream.class).invoke(module, out);
+        console.getMethod("setErrDirect", PrintStream.class).invoke(module, err);
     }
 }

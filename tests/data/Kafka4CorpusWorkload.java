@@ -1,11 +1,13 @@
-// The workload of tests/data/make_kafka4_corpus.py, run against a real Kafka 4.x broker with the release's
-// own jars: java -cp 'lib/*' Kafka4CorpusWorkload.java BOOTSTRAP PHASE [ARGS].
+// The workload of tests/data/make_kafka4_corpus.py, run against a real Kafka broker (4.x, or 3.9 with fewer
+// parts) with the release's own jars: java -cp 'lib/*' Kafka4CorpusWorkload.java BOOTSTRAP PHASE [ARGS].
 //
-// Phase "main": the newest group, share, streams and transaction features finalized; a topic per codec
+// Phase "main STATE_DIR PARTS": the newest features the broker supports finalized; a topic per codec
 // (the producer's compression.type); a compacted topic written in waves (the broker rolls a segment per
-// wave and cleans them); a topic cut by DeleteRecords; committed and aborted transactions with offsets
-// sent to the transaction; KIP-848 consumer groups (one subscribed by a broker-side regular expression);
-// a share group acknowledging what it reads; a Kafka Streams application on the streams group protocol.
+// wave and cleans them, keeping the last tombstones); a topic cut by DeleteRecords; committed and aborted
+// transactions with offsets sent to the transaction; a classic consumer group; and, as PARTS (comma
+// separated) asks: "consumer" a KIP-848 consumer group, "regex" one subscribed by a broker-side regular
+// expression, "share" a share group acknowledging what it reads, "streams" a Kafka Streams application on
+// the streams group protocol.
 // Phase "live SECONDS": a producer writing to topic "live" until killed or SECONDS pass, for the copies
 // taken while the broker runs.
 import java.nio.file.*;
@@ -34,6 +36,7 @@ public class Kafka4CorpusWorkload {
             return;
         }
         Path stateDir = Paths.get(args[2]);
+        Set<String> parts = new HashSet<>(Arrays.asList(args[3].split(",")));
         try (Admin admin = Admin.create(common)) {
             features(admin);
             List<NewTopic> topics = new ArrayList<>();
@@ -53,10 +56,11 @@ public class Kafka4CorpusWorkload {
         compacted(common);
         deletedRecords(common);
         transactions(common);
-        consume(common, "consumer-group", null);
-        consume(common, "regex-group", new SubscriptionPattern("ord.*"));
-        share(common);
-        streams(common, stateDir);
+        consume(common, "classic-group", "classic", null);
+        if (parts.contains("consumer")) consume(common, "consumer-group", "consumer", null);
+        if (parts.contains("regex")) consume(common, "regex-group", "consumer", "ord.*");
+        if (parts.contains("share")) share(common);
+        if (parts.contains("streams")) streams(common, stateDir);
         System.out.println("workload done");
     }
 
@@ -167,11 +171,19 @@ public class Kafka4CorpusWorkload {
         return c;
     }
 
-    static void consume(Properties common, String group, SubscriptionPattern pattern) {
+    static void consume(Properties common, String group, String protocol, String regex) throws Exception {
         Properties c = consumerProps(common, group);
-        c.put("group.protocol", "consumer");
+        c.put("group.protocol", protocol);
         try (Consumer<String, String> consumer = new KafkaConsumer<>(c)) {
-            if (pattern != null) consumer.subscribe(pattern); else consumer.subscribe(List.of("orders"));
+            if (regex == null) {
+                consumer.subscribe(List.of("orders"));
+            } else {
+                // SubscriptionPattern (KIP-848's broker-side regular expression) is 4.x only: by reflection,
+                // so this file compiles against every release the corpus script runs.
+                Class<?> pattern = Class.forName("org.apache.kafka.clients.consumer.SubscriptionPattern");
+                consumer.getClass().getMethod("subscribe", pattern)
+                    .invoke(consumer, pattern.getConstructor(String.class).newInstance(regex));
+            }
             int seen = 0;
             long deadline = System.currentTimeMillis() + 60000;
             while (seen < 10 && System.currentTimeMillis() < deadline) seen += consumer.poll(Duration.ofMillis(500)).count();
@@ -182,7 +194,7 @@ public class Kafka4CorpusWorkload {
 
     static void share(Properties common) throws Exception {
         try (Admin admin = Admin.create(common)) {
-            admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, "share-group"),
+            admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.valueOf("GROUP"), "share-group"),
                 List.of(new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET))))
                 .all().get();
         }

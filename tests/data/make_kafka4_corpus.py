@@ -1,8 +1,8 @@
-"""Build ``tests/data/kafka4-corpus.tar.xz``: a log dir written by a real Kafka 4.x broker, with oracles.
+"""Build ``tests/data/kafka4-corpus.tar.xz``: log dirs written by real Kafka 4.x and 3.9 brokers, with oracles.
 
-Usage: ``python tests/data/make_kafka4_corpus.py [--version 4.4.0] [--out FILE] [--keep DIR]``
+Usage: ``python tests/data/make_kafka4_corpus.py [--versions 4.4.0,3.9.1] [--out FILE] [--keep DIR]``
 
-One KRaft node of the release (the broker harness in ``tests/brokers``, dynamic quorum formatted
+Per release, one KRaft node (the broker harness in ``tests/brokers``, dynamic quorum formatted
 ``--standalone``, so the metadata log holds the KRaft voters records) runs ``Kafka4CorpusWorkload.java``
 with the release's own client and Streams jars:
 
@@ -14,12 +14,13 @@ with the release's own client and Streams jars:
    so each wave is a segment, cleaned by the broker (``min.cleanable.dirty.ratio`` 0.01; the script
    waits for the cleaner's checkpoint): gaps inside batches, the kept tombstones' ``deleteHorizonMs``;
 4. ``deleted-records``: 30 records, then DeleteRecords before offset 12;
-5. ``txn``: five transactions of ``tx-corpus`` (transactions v2: the markers carry the bumped epoch),
-   the 2nd and 4th aborted, each sending offsets of group ``txn-group`` to the transaction;
-6. KIP-848 consumer groups on ``orders`` (2 partitions): ``consumer-group`` by topic list and
-   ``regex-group`` by the broker-side regular expression ``ord.*``, both committing;
-7. share group ``share-group`` on ``orders`` acknowledging explicitly (accept, one in five rejected);
-8. a Kafka Streams application ``wordcount`` on ``group.protocol=streams`` (a count into
+5. ``txn``: five transactions of ``tx-corpus`` (on 4.x transactions v2: the markers carry the bumped
+   epoch), the 2nd and 4th aborted, each sending offsets of group ``txn-group`` to the transaction;
+6. groups on ``orders`` (2 partitions), all committing: ``classic-group`` (classic protocol),
+   ``consumer-group`` (KIP-848, by topic list) and on 4.x ``regex-group`` (KIP-848, by the broker-side
+   regular expression ``ord.*``);
+7. on 4.x: share group ``share-group`` on ``orders`` acknowledging explicitly (accept, one in five rejected);
+8. on 4.x: a Kafka Streams application ``wordcount`` on ``group.protocol=streams`` (a count into
    ``streams-output``, its changelog topic), read by a consumer group;
 9. a producer writes to ``live`` (lz4) while the script copies the log dir with ``cp -a`` (the
    running copy), then the broker is killed with SIGKILL and the log dir copied again (the killed copy);
@@ -65,9 +66,15 @@ from brokers.releases import Release, fetch  # noqa: E402
 from brokers.tools import dump_log_class  # noqa: E402
 
 DEFAULT_OUT = HERE / "kafka4-corpus.tar.xz"
-DEFAULT_VERSION = "4.4.0"
+DEFAULT_VERSIONS = ("4.4.0", "3.9.1")
 WORKLOAD = HERE / "Kafka4CorpusWorkload.java"
 DUMPER = HERE / "DumpLogBatch.java"
+# What each release runs beyond the common part: 3.9 has no broker-side regular expressions, no share
+# groups fit for use and no streams group protocol; its KIP-848 groups are a preview it must be asked for.
+PARTS = {"3.9": "consumer", "4": "consumer,regex,share,streams"}
+EXTRA_CONFIG: dict[str, dict[str, object]] = {
+    "3.9": {"group.coordinator.rebalance.protocols": "classic,consumer"}
+}
 BROKER_CONFIG: dict[str, object] = {
     "log.index.size.max.bytes": 1048576,
     "log.cleaner.backoff.ms": 500,
@@ -116,7 +123,8 @@ def _cp(src: Path, dest: Path) -> str:
 def run_release(version: str, work: Path) -> list[Path]:
     """Run the workload on `version`; return the corpus directories of the three copies under `work`."""
     release = fetch(version)
-    cluster = KafkaCluster(release, work / "cluster", config=BROKER_CONFIG)
+    line = "3.9" if release.minor < (4, 0) else "4"
+    cluster = KafkaCluster(release, work / "cluster", config=BROKER_CONFIG | EXTRA_CONFIG.get(line, {}))
     cluster.format()
     facts: dict[str, Any] = {"version": version, "delete_records_before": {"deleted-records-0": 12}}
     copies = work / "copies"
@@ -124,7 +132,8 @@ def run_release(version: str, work: Path) -> list[Path]:
     with cluster:
         cluster.start()
         log_dir = cluster.nodes[0].log_dir
-        cmd = java_command(release, str(WORKLOAD), cluster.bootstrap, "main", str(work / "streams-state"))
+        state = str(work / "streams-state")
+        cmd = java_command(release, str(WORKLOAD), cluster.bootstrap, "main", state, PARTS[line])
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=900)
         if proc.returncode != 0 or "workload done" not in proc.stdout:
             raise SystemExit(f"workload failed:\n{proc.stdout}\n{proc.stderr[-4000:]}")
@@ -244,7 +253,7 @@ def _archive(roots: list[Path]) -> bytes:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--version", default=DEFAULT_VERSION)
+    parser.add_argument("--versions", default=",".join(DEFAULT_VERSIONS))
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument(
         "--keep", type=Path, help="keep the work directory here (the broker's dir and the copies)"
@@ -252,7 +261,7 @@ def main() -> None:
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="kdump-kafka4-"))
     work.mkdir(parents=True, exist_ok=True)
-    roots = run_release(args.version, work / args.version)
+    roots = [root for v in args.versions.split(",") for root in run_release(v, work / v)]
     args.out.write_bytes(_archive(roots))
     print(f"{args.out}: {args.out.stat().st_size} bytes")
     if args.keep is None:
