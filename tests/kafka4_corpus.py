@@ -4,7 +4,8 @@
 release three corpus directories, in the shared corpus layout: `kafka-<v>/` (after a clean stop),
 `kafka-<v>-running-copy/` (copied with `cp -a` while a producer wrote) and `kafka-<v>-killed-copy/`
 (copied after SIGKILL), each with its partition dirs, `_logdir-files/` (the log dir's own files) and
-`expected/` (that release's kafka-dump-log of every file, `<file>.<variant>.txt`).
+`expected/` (that release's kafka-dump-log of every file, `<file>.<variant>.txt`); and
+`kafka-4.4.0-elr/`, node 1 of a 3-node 4.4.0 cluster whose metadata log holds eligible leader replicas.
 
 Plain functions: `kafka4_root(tmp)` extracts the archive once per content (the zero tails of the
 preallocated index files as holes); `log_dir_copy` gives a test a real log dir to read or damage.
@@ -20,7 +21,10 @@ from pathlib import Path
 
 ARCHIVE = Path(__file__).resolve().parent / "data" / "kafka4-corpus.tar.xz"
 VERSIONS = ("4.4.0", "3.9.1")
-CORPUS_DIRS = tuple(f"kafka-{v}{copy}" for v in VERSIONS for copy in ("", "-running-copy", "-killed-copy"))
+CORPUS_DIRS = (
+    *(f"kafka-{v}{copy}" for v in VERSIONS for copy in ("", "-running-copy", "-killed-copy")),
+    f"kafka-{VERSIONS[0]}-elr",
+)
 DECODERS = {
     "__consumer_offsets": "offsets-decoder",
     "__transaction_state": "transaction-log-decoder",

@@ -1,6 +1,6 @@
 """Build ``tests/data/kafka4-corpus.tar.xz``: log dirs written by real Kafka 4.x and 3.9 brokers, with oracles.
 
-Usage: ``python tests/data/make_kafka4_corpus.py [--versions 4.4.0,3.9.1] [--out FILE] [--keep DIR]``
+Usage: ``python tests/data/make_kafka4_corpus.py [--versions 4.4.0,3.9.1] [--elr 4.4.0] [--out FILE] [--keep DIR]``
 
 Per release, one KRaft node (the broker harness in ``tests/brokers``, dynamic quorum formatted
 ``--standalone``, so the metadata log holds the KRaft voters records) runs ``Kafka4CorpusWorkload.java``
@@ -25,6 +25,8 @@ with the release's own client and Streams jars:
 9. a producer writes to ``live`` (lz4) while the script copies the log dir with ``cp -a`` (the
    running copy), then the broker is killed with SIGKILL and the log dir copied again (the killed copy);
    the broker restarts on it (log recovery), is stopped cleanly (SIGTERM) and the final copy taken.
+
+Then (``--elr``, default the newest release) a 3-node cluster for eligible leader replicas: ``run_elr``.
 
 The broker runs with ``log.index.size.max.bytes`` 1 MiB (as the 3.8 corpus: the preallocated indexes of
 active segments are 1,048,576 and 1,048,572 bytes, zero tails the archive keeps small) and a metadata
@@ -171,6 +173,71 @@ def run_release(version: str, work: Path) -> list[Path]:
     return roots
 
 
+ELR_TOPIC = "elr"
+
+
+def _isr(bootstrap: str, topic: str) -> list[int]:
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+        try:
+            described = admin.describe_topics([topic])
+        finally:
+            admin.close()
+    except KafkaError:
+        return []
+    partition = described[0]["partitions"][0]
+    return sorted(partition.get("isr_nodes", partition.get("isr", [])))
+
+
+def run_elr(version: str, work: Path) -> Path:
+    """Eligible leader replicas on a 3-node cluster of `version`: return the corpus directory of node 1.
+
+    Topic `elr` (3 replicas, `min.insync.replicas` 3) takes 10 records; node 3 is killed (SIGKILL), so
+    the controller fences it and moves it from the ISR to the ELR; it restarts and rejoins the ISR; then
+    `min.insync.replicas` drops to 2 (the controller clears the ELR); a clean stop of all three.
+    """
+    from kafka import KafkaProducer
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+
+    release = fetch(version)
+    cluster = KafkaCluster(release, work / "elr-cluster", size=3, config=BROKER_CONFIG)
+    cluster.format()
+    with cluster:
+        cluster.start()
+        # Node 1 only: a client must not pick the node the run kills.
+        bootstrap = f"127.0.0.1:{cluster.nodes[0].broker_port}"
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=60000)
+        topic = NewTopic(ELR_TOPIC, 1, 3, topic_configs={"min.insync.replicas": "3"})
+        admin.create_topics([topic])
+        admin.close()
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        for i in range(10):
+            producer.send(ELR_TOPIC, key=f"k{i}".encode(), value=f"elr record {i}".encode())
+        producer.flush()
+        producer.close()
+        third = cluster.nodes[2]
+        cluster.kill([third])
+        _wait("node 3 to leave the ISR", lambda: _isr(bootstrap, ELR_TOPIC) == [1, 2], timeout=120)
+        cluster.start([third])
+        _wait("node 3 to rejoin the ISR", lambda: _isr(bootstrap, ELR_TOPIC) == [1, 2, 3], timeout=120)
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=60000)
+        admin.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, ELR_TOPIC, configs={"min.insync.replicas": "2"})]
+        )
+        admin.close()
+        time.sleep(3)
+        cluster.stop()
+    copy = work / "elr-copy"
+    _cp(cluster.nodes[0].log_dir, copy)
+    out = work / "out"
+    root = _layout(copy, out / f"kafka-{version}-elr")
+    _oracles(release, out, [root])
+    return root
+
+
 def _layout(log_dir: Path, out: Path) -> Path:
     """A copied log dir in the corpus layout: partition dirs, and the log dir's own files in _logdir-files/."""
     out.mkdir(parents=True)
@@ -254,6 +321,9 @@ def _archive(roots: list[Path]) -> bytes:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--versions", default=",".join(DEFAULT_VERSIONS))
+    parser.add_argument(
+        "--elr", default=DEFAULT_VERSIONS[0], help="the release of the 3-node ELR run ('' for none)"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument(
         "--keep", type=Path, help="keep the work directory here (the broker's dir and the copies)"
@@ -262,6 +332,8 @@ def main() -> None:
     work = args.keep or Path(tempfile.mkdtemp(prefix="kdump-kafka4-"))
     work.mkdir(parents=True, exist_ok=True)
     roots = [root for v in args.versions.split(",") for root in run_release(v, work / v)]
+    if args.elr:
+        roots.append(run_elr(args.elr, work / f"{args.elr}-elr"))
     args.out.write_bytes(_archive(roots))
     print(f"{args.out}: {args.out.stat().st_size} bytes")
     if args.keep is None:

@@ -1,6 +1,7 @@
 """kdump against Kafka's own kafka-dump-log, on log dirs real 4.4.0 and 3.9.1 brokers wrote (the committed
 `tests/data/kafka4-corpus.tar.xz`; no Java needed): every file of the clean-stop copy, the copy taken
-while it ran and the copy taken after SIGKILL, each against the tool of the release that wrote it.
+while it ran and the copy taken after SIGKILL, each against the tool of the release that wrote it, and
+node 1's log dir of a 3-node 4.4.0 cluster whose metadata log holds eligible leader replicas (ELR).
 
 * `kdump dump <segment>` prints the tool's shallow dump line for line (plus findings, all INFO, and
   its summary);
@@ -207,7 +208,7 @@ EXPECTED_WARNINGS = {
     f"kafka-{v}{copy}": {_EPOCH_AFTER_DELETE_RECORDS} | ({_CLEANER_LEFTOVERS} if copy else set())
     for v in VERSIONS
     for copy in ("", "-running-copy", "-killed-copy")
-}
+} | {"kafka-4.4.0-elr": set()}
 
 
 def _verify(log_dir: Path) -> list[Finding]:
@@ -305,3 +306,22 @@ def test_the_39_corpus_holds_what_39_writes(kafka4: Path, kdump: Run) -> None:
         int(ln.split("producerEpoch: ")[1].split()[0]) for ln in shallow.splitlines() if "producerEpoch" in ln
     }
     assert epochs == {0}
+
+
+def test_the_elr_corpus_holds_eligible_leader_replicas(kafka4: Path) -> None:
+    """Node 1 of a 3-node 4.4.0 cluster: the ELR the controller recorded when node 3 was fenced, when
+    `min.insync.replicas` changed (CLEAR_ELR_RECORD) and when all three stopped (leader -1)."""
+    corpus = kafka4 / "kafka-4.4.0-elr"
+    log = corpus / "__cluster_metadata-0" / "00000000000000000000.log"
+    text = oracle(corpus, log, "deep-print-data-log.cluster-metadata-decoder").read_text()
+    payloads = [json.loads(ln.split(" payload: ", 1)[1]) for ln in text.splitlines() if " payload: {" in ln]
+    elr = [
+        p["data"]["eligibleLeaderReplicas"] for p in payloads if "eligibleLeaderReplicas" in p.get("data", {})
+    ]
+    assert [3] in elr
+    assert any(len(e) >= 2 for e in elr)
+    assert any(p["type"] == "CLEAR_ELR_RECORD" for p in payloads)
+    # The tool prints KRaft control records as `KRaftVoters {...}`.
+    voters = [json.loads(ln.split("KRaftVoters ", 1)[1]) for ln in text.splitlines() if "KRaftVoters {" in ln]
+    assert voters
+    assert [v["voterId"] for v in voters[0]["voters"]] == [1, 2, 3]
