@@ -8,6 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+CONTEXT = "context"
+"""`FileStart.kind` of the file context a renderer is given to render a chunk of a file already opened
+(the renderer prints its name only: the header lines came with the file's own `FileStart`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class FileStart:

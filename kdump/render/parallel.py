@@ -37,7 +37,7 @@ from kdump.ops.dump import (
     decode_expanded,
     expand_batches,
 )
-from kdump.ops.files import FileStart
+from kdump.ops.files import CONTEXT, FileStart
 from kdump.ops.internal import InternalRecord
 from kdump.ops.payload_events import PayloadTally
 from kdump.ops.workers import worker_pool
@@ -137,7 +137,7 @@ def _work_fast(args: WorkArgs) -> WorkResult:
 
 def _render_context(events: list[DumpEvent], label: str, fmt: str, encoding: str) -> bytes:
     """Events of one file rendered as if the file had just started, without the file's own line."""
-    text = _render([FileStart(label, "log", 0, None), *events], fmt, encoding)
+    text = _render([FileStart(label, CONTEXT, 0, None), *events], fmt, encoding)
     if fmt == "json":
         text = text[text.find("\n") + 1 :]
     else:
@@ -158,7 +158,7 @@ def _work_reference(args: WorkArgs) -> WorkResult:
         if isinstance(e, Finding):
             count_finding(counts, e, -1)
     # A chunk renders as if its file had just started: give the renderer the file context.
-    context = [FileStart(label, "log", 0, None)]
+    context = [FileStart(label, CONTEXT, 0, None)]
     text = _render([*context, *expanded], fmt, encoding)
     first_newline = text.find("\n")
     # Drop the context's own line (the real FileStart line is rendered by the main process).
@@ -376,7 +376,7 @@ def _write_log(
 
 
 def _render_single(ev: DumpEvent, label: str, fmt: str, encoding: str) -> bytes:
-    text = _render([FileStart(label, "log", 0, None), ev], fmt, encoding)
+    text = _render([FileStart(label, CONTEXT, 0, None), ev], fmt, encoding)
     return (text.split("\n", 1)[1] if fmt == "json" else _strip_file_header(text)).encode("utf-8")
 
 

@@ -19,7 +19,7 @@ from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.dump import DumpOptions, batches_span, count_finding, decode_expanded, expand_batches
-from kdump.ops.files import FileStart
+from kdump.ops.files import CONTEXT, FileStart
 from kdump.ops.payload_events import PayloadRecord, PayloadTally
 from kdump.ops.payloads import PayloadDecoder, attach_payloads, count_findings, registered_decoder
 from kdump.render import rows
@@ -31,7 +31,7 @@ from kdump.store.queries import as_path
 def _render(events: list[Any], label: str, fmt: str, encoding: str) -> bytes:
     """Events of one file rendered as if it had just started, without the file's own line."""
     out = io.StringIO()
-    context = [FileStart(label, "log", 0, None), *events]
+    context = [FileStart(label, CONTEXT, 0, None), *events]
     if fmt == "json":
         from kdump.render.jsonl import write_jsonl
 

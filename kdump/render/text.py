@@ -8,7 +8,8 @@ values, control markers decoded, findings in place, a summary per file).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from typing import IO, TYPE_CHECKING, Any
 
 from kdump.errors import DecodeError
@@ -24,6 +25,19 @@ from kdump.scan.events import ScanSummary
 if TYPE_CHECKING:
     # Only for annotations: the internal-topic decoders cost ~10 ms to import at every start.
     from kdump.ops.internal import InternalRecord
+
+
+_SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
+
+
+def append_snapshot_id(file: str, append: Callable[[str], None]) -> None:
+    """The line Kafka's tool prints under a KRaft snapshot's name: its id (end offset and epoch), from
+    the name `<offset>-<epoch>.checkpoint`, or that it is the bootstrap snapshot."""
+    name = file.replace("\\", "/").rsplit("/", 1)[-1]
+    if name == "bootstrap.checkpoint":
+        append("KRaft bootstrap snapshot")
+    elif match := _SNAPSHOT_NAME.fullmatch(name):
+        append(f"Snapshot end offset: {int(match[1])}, epoch: {int(match[2])}")
 
 
 def _b(flag: bool) -> str:
@@ -208,6 +222,8 @@ def write_text(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") -
             append(f"Dumping {ev.file}")
             if ev.kind == "log" and ev.base_offset is not None:
                 append(f"Log starting offset: {ev.base_offset}")
+            elif ev.kind == "log":
+                append_snapshot_id(ev.file, append)
         elif isinstance(ev, Finding):
             append(finding_line(ev))
         elif isinstance(ev, ScanSummary):
