@@ -1,4 +1,4 @@
-"""The Kafka 4.x corpus (`tests/data/kafka4-corpus.tar.xz`): log dirs real Kafka 4.4.0 and 3.9.1 brokers wrote.
+"""The Kafka 4.x corpus (`tests/data/kafka4-corpus.tar.xz`): log dirs real Kafka 4.4.0, 4.1.1 and 3.9.1 brokers wrote.
 
 `tests/data/make_kafka4_corpus.py` builds it and `tests/data/PROVENANCE.md` says what is in it. Per
 release three corpus directories, in the shared corpus layout: `kafka-<v>/` (after a clean stop),
@@ -20,7 +20,7 @@ import tarfile
 from pathlib import Path
 
 ARCHIVE = Path(__file__).resolve().parent / "data" / "kafka4-corpus.tar.xz"
-VERSIONS = ("4.4.0", "3.9.1")
+VERSIONS = ("4.4.0", "4.1.1", "3.9.1")
 CORPUS_DIRS = (
     *(f"kafka-{v}{copy}" for v in VERSIONS for copy in ("", "-running-copy", "-killed-copy")),
     f"kafka-{VERSIONS[0]}-elr",

@@ -28,9 +28,13 @@ NEWEST_KAFKA: Final = "4.4"
 
 
 def kafka_style(kafka: str) -> Style:
-    """Which tool a Kafka release ships: "3" for 3.x (and older), "4" for 4.0 and later."""
-    major = kafka.split(".", 1)[0]
-    return "4" if major.isdigit() and int(major) >= 4 else "3"
+    """Which tool a Kafka release ships: "3" for 3.x (and older), "4.0" for 4.0 and 4.1, "4" later."""
+    parts = kafka.split(".")
+    major = int(parts[0]) if parts[0].isdigit() else 0
+    minor = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
+    if major < 4:
+        return "3"
+    return "4.0" if (major, minor) < (4, 2) else "4"
 
 
 def kafka_decoded_text(decoded: DecodedRecord, offset: int, *, kafka: str = NEWEST_KAFKA) -> str:

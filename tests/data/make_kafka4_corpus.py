@@ -68,12 +68,14 @@ from brokers.releases import Release, fetch  # noqa: E402
 from brokers.tools import dump_log_class  # noqa: E402
 
 DEFAULT_OUT = HERE / "kafka4-corpus.tar.xz"
-DEFAULT_VERSIONS = ("4.4.0", "3.9.1")
+DEFAULT_VERSIONS = ("4.4.0", "4.1.1", "3.9.1")
 WORKLOAD = HERE / "Kafka4CorpusWorkload.java"
 DUMPER = HERE / "DumpLogBatch.java"
 # What each release runs beyond the common part: 3.9 has no broker-side regular expressions, no share
 # groups fit for use and no streams group protocol; its KIP-848 groups are a preview it must be asked for.
-PARTS = {"3.9": "consumer", "4": "consumer,regex,share,streams"}
+# The workload's parts per release line: the streams group protocol (KIP-1071) is served from 4.2 on
+# (4.1's brokers answer its heartbeat with UnsupportedVersionException).
+PARTS = {"3.9": "consumer", "4.0": "consumer,regex,share", "4": "consumer,regex,share,streams"}
 EXTRA_CONFIG: dict[str, dict[str, object]] = {
     "3.9": {"group.coordinator.rebalance.protocols": "classic,consumer"}
 }
@@ -125,8 +127,9 @@ def _cp(src: Path, dest: Path) -> str:
 def run_release(version: str, work: Path) -> list[Path]:
     """Run the workload on `version`; return the corpus directories of the three copies under `work`."""
     release = fetch(version)
-    line = "3.9" if release.minor < (4, 0) else "4"
-    cluster = KafkaCluster(release, work / "cluster", config=BROKER_CONFIG | EXTRA_CONFIG.get(line, {}))
+    line = "3.9" if release.minor < (4, 0) else "4.0" if release.minor < (4, 2) else "4"
+    extra = EXTRA_CONFIG.get(line, {})
+    cluster = KafkaCluster(release, work / "cluster", config=BROKER_CONFIG | extra)
     cluster.format()
     facts: dict[str, Any] = {"version": version, "delete_records_before": {"deleted-records-0": 12}}
     copies = work / "copies"

@@ -49,8 +49,9 @@ Decoder = Literal[
     "control",
     "remote_log_metadata",
 ]
-Style = Literal["3", "4"]
-"""Which Kafka's tool an oracle text is: "3" for Kafka 3.x (Scala DumpLogSegments), "4" for Kafka 4.x."""
+Style = Literal["3", "4.0", "4"]
+"""Which Kafka's tool an oracle text is: "3" for Kafka 3.x (Scala DumpLogSegments), "4" for Kafka 4.x;
+"4.0" for 4.0 and 4.1, whose tool printed a few values as numbers that later 4.x print by name."""
 Status = Literal["ok", "tombstone", "unknown"]
 
 
@@ -88,6 +89,8 @@ class DecodedRecord:
     reason: str | None = None
     oracle4: OracleText | None = None
     """What Kafka 4.x's tool prints, where it differs from `oracle` (None: the same)."""
+    oracle40: OracleText | None = None
+    """What Kafka 4.0's and 4.1's tool prints, where it differs from `oracle4` (None: the same)."""
     layout: str | None = None
     """Set when the value decoded only with an early-access layout (the Kafka releases that wrote it)."""
     raw_key: bytes | None = None
@@ -102,8 +105,10 @@ class DecodedRecord:
         return self.status != "unknown"
 
     def oracle_of(self, style: Style = "3") -> OracleText:
-        """The oracle parts for Kafka's 3.x or 4.x tool."""
-        if style == "4" and self.oracle4 is not None:
+        """The oracle parts for Kafka's 3.x, 4.0-4.1 or later 4.x tool."""
+        if style == "4.0" and self.oracle40 is not None:
+            return self.oracle40
+        if style != "3" and self.oracle4 is not None:
             return self.oracle4
         return self.oracle
 

@@ -268,6 +268,8 @@ def decode_transaction_log_record(key: Buffer | None, value: Buffer | None) -> D
     kafka4_data = dict(decoded.data)
     kafka4_data["transactionStatus"] = state if state is not None else str(status)
     oracle4 = OracleText(key=key_json, payload=kafka_json({"version": str(version), "data": kafka4_data}))
+    # Kafka 4.0's and 4.1's tool printed the status as its number (4.1.1 seen; 4.4.0 prints the name).
+    oracle40 = OracleText(key=key_json, payload=kafka_json({"version": str(version), "data": decoded.data}))
     value_dict: dict[str, Any] = {"version": str(version), "data": decoded.data, "state": state}
     try:
         oracle = OracleText(key=key_text, payload=format_payload(decoded.data))
@@ -286,6 +288,7 @@ def decode_transaction_log_record(key: Buffer | None, value: Buffer | None) -> D
         value=value_dict,
         oracle=oracle,
         oracle4=oracle4,
+        oracle40=oracle40,
         value_unknown_tagged_fields=decoded.unknown_tagged_fields,
         value_trailing_bytes=len(value_bytes) - decoded.end,
         **common,
