@@ -13,11 +13,10 @@ preallocated index files as holes); `log_dir_copy` gives a test a real log dir t
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
-import tarfile
 from pathlib import Path
+
+from sparse_archives import copy_sparse, extract_once
 
 ARCHIVE = Path(__file__).resolve().parent / "data" / "kafka4-corpus.tar.xz"
 VERSIONS = ("4.4.0", "4.1.1", "3.9.1")
@@ -35,39 +34,7 @@ DECODERS = {
 
 def kafka4_root(tmp_dir: Path) -> Path:
     """Extract the archive under `tmp_dir` once per content, and return the directory holding it."""
-    digest = hashlib.sha256(ARCHIVE.read_bytes()).hexdigest()[:16]
-    final = Path(tmp_dir) / f"kdump-kafka4-corpus-{digest}"
-    if (final / ".extracted").exists():
-        return final
-    work = final.parent / f"{final.name}.partial-{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    with tarfile.open(ARCHIVE, "r:xz") as tar:
-        for member in tar.getmembers():
-            rel = Path(member.name)
-            if not member.isfile() or rel.is_absolute() or ".." in rel.parts:
-                continue
-            src = tar.extractfile(member)
-            assert src is not None
-            _write_sparse(work / rel, src.read())
-    (work / ".extracted").write_text(digest + "\n")
-    try:
-        work.rename(final)
-    except OSError:
-        shutil.rmtree(work, ignore_errors=True)
-    return final
-
-
-def _write_sparse(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("wb") as out:
-        out.write(data.rstrip(b"\0"))
-        out.truncate(len(data))  # the zero tail as a hole, as the broker's preallocation leaves it
-
-
-def _copy_sparse(src: str, dst: str) -> None:
-    _write_sparse(Path(dst), Path(src).read_bytes())
-    shutil.copystat(src, dst)
+    return extract_once(ARCHIVE, tmp_dir, "kdump-kafka4-corpus")
 
 
 def version_of(corpus_dir: str) -> str:
@@ -97,7 +64,7 @@ def log_dir_copy(root: Path, corpus_dir: str, dest: Path) -> Path:
     for entry in sorted(src.iterdir()):
         if entry.name == "_logdir-files":
             for f in sorted(entry.iterdir()):
-                _copy_sparse(str(f), str(dest / f.name))
+                copy_sparse(str(f), str(dest / f.name))
         elif entry.name != "expected":
-            shutil.copytree(entry, dest / entry.name, copy_function=_copy_sparse)
+            shutil.copytree(entry, dest / entry.name, copy_function=copy_sparse)
     return dest

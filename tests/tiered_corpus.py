@@ -12,13 +12,12 @@ written as holes: they are 10 MB each); `log_dir_copy` and `remote_copy` give a 
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import shutil
-import tarfile
 from pathlib import Path
 from typing import Any
+
+from sparse_archives import copy_sparse, extract_once
 
 ARCHIVE = Path(__file__).resolve().parent / "data" / "tiered-corpus.tar.xz"
 VERSIONS = ("4.4.0", "3.9.1")
@@ -26,41 +25,7 @@ VERSIONS = ("4.4.0", "3.9.1")
 
 def tiered_root(tmp_dir: Path) -> Path:
     """Extract the archive under `tmp_dir` once per content, and return the directory holding it."""
-    digest = hashlib.sha256(ARCHIVE.read_bytes()).hexdigest()[:16]
-    final = Path(tmp_dir) / f"kdump-tiered-corpus-{digest}"
-    if (final / ".extracted").exists():
-        return final
-    work = final.parent / f"{final.name}.partial-{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    with tarfile.open(ARCHIVE, "r:xz") as tar:
-        for member in tar.getmembers():
-            rel = Path(member.name)
-            if not member.isfile() or rel.is_absolute() or ".." in rel.parts:
-                continue
-            src = tar.extractfile(member)
-            assert src is not None
-            data = src.read()
-            target = work / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _write_sparse(target, data)
-    (work / ".extracted").write_text(digest + "\n")
-    try:
-        work.rename(final)
-    except OSError:
-        shutil.rmtree(work, ignore_errors=True)
-    return final
-
-
-def _write_sparse(target: Path, data: bytes) -> None:
-    with target.open("wb") as out:
-        out.write(data.rstrip(b"\0"))
-        out.truncate(len(data))  # the zero tail as a hole, as the broker's preallocation leaves it
-
-
-def _copy_sparse(src: str, dst: str) -> None:
-    _write_sparse(Path(dst), Path(src).read_bytes())
-    shutil.copystat(src, dst)
+    return extract_once(ARCHIVE, tmp_dir, "kdump-tiered-corpus")
 
 
 def corpus_dir(root: Path, version: str) -> Path:
@@ -75,11 +40,11 @@ def log_dir_copy(root: Path, version: str, dest: Path) -> Path:
         if entry.name == "_logdir-files":
             for f in sorted(entry.iterdir()):
                 if f.is_dir():
-                    shutil.copytree(f, dest / f.name, copy_function=_copy_sparse)
+                    shutil.copytree(f, dest / f.name, copy_function=copy_sparse)
                 else:
-                    _copy_sparse(str(f), str(dest / f.name))
+                    copy_sparse(str(f), str(dest / f.name))
         elif entry.name not in ("expected", "_remote"):
-            shutil.copytree(entry, dest / entry.name, copy_function=_copy_sparse)
+            shutil.copytree(entry, dest / entry.name, copy_function=copy_sparse)
     return dest
 
 

@@ -47,13 +47,10 @@ workload did. The archive's members are sorted, with mtime 0: the same tree give
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import lzma
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -66,6 +63,7 @@ sys.path.insert(0, str(HERE.parent))
 from brokers.cluster import KafkaCluster, java_command  # noqa: E402
 from brokers.releases import Release, fetch  # noqa: E402
 from brokers.tools import dump_log_class  # noqa: E402
+from sparse_archives import pack_archive  # noqa: E402
 
 DEFAULT_OUT = HERE / "kafka4-corpus.tar.xz"
 DEFAULT_VERSIONS = ("4.4.0", "4.1.1", "3.9.1")
@@ -303,24 +301,6 @@ def _oracles(release: Release, root: Path, corpora: list[Path]) -> None:
             err.write_text(err.read_text().replace(f"{root.resolve()}/", ""))
 
 
-def _archive(roots: list[Path]) -> bytes:
-    members: dict[str, bytes] = {}
-    for root in roots:
-        for path in sorted(root.rglob("*")):
-            if path.is_file():
-                members[str(path.relative_to(root.parent))] = path.read_bytes()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name in sorted(members):
-            info = tarfile.TarInfo(name)
-            info.size = len(members[name])
-            info.mode = 0o644
-            info.mtime = 0
-            info.uname = info.gname = "root"
-            tar.addfile(info, io.BytesIO(members[name]))
-    return lzma.compress(buffer.getvalue(), preset=9 | lzma.PRESET_EXTREME)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--versions", default=",".join(DEFAULT_VERSIONS))
@@ -337,7 +317,7 @@ def main() -> None:
     roots = [root for v in args.versions.split(",") for root in run_release(v, work / v)]
     if args.elr:
         roots.append(run_elr(args.elr, work / f"{args.elr}-elr"))
-    args.out.write_bytes(_archive(roots))
+    args.out.write_bytes(pack_archive(roots))
     print(f"{args.out}: {args.out.stat().st_size} bytes")
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)

@@ -35,13 +35,10 @@ answered). Text oracles of ``.log`` files are stored gunzipped in the archive, l
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import lzma
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -58,6 +55,7 @@ from brokers.tiered import broker_config, tiered_release  # noqa: E402
 from brokers.tools import dump_log_class  # noqa: E402
 from builders import SegmentBuilder  # noqa: E402
 from rlmm_samples import samples  # noqa: E402
+from sparse_archives import pack_archive  # noqa: E402
 
 from kdump.formats.records import NewRecord  # noqa: E402
 
@@ -361,24 +359,6 @@ def build_synthetic(out: Path, versions: list[str]) -> Path:
     return out
 
 
-def _archive(roots: list[Path]) -> bytes:
-    members: dict[str, bytes] = {}
-    for root in roots:
-        for path in sorted(root.rglob("*")):
-            if path.is_file():
-                members[str(path.relative_to(root.parent))] = path.read_bytes()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name in sorted(members):
-            info = tarfile.TarInfo(name)
-            info.size = len(members[name])
-            info.mode = 0o644
-            info.mtime = 0
-            info.uname = info.gname = "root"
-            tar.addfile(info, io.BytesIO(members[name]))
-    return lzma.compress(buffer.getvalue(), preset=9 | lzma.PRESET_EXTREME)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--versions", default=",".join(DEFAULT_VERSIONS))
@@ -390,7 +370,7 @@ def main() -> None:
     versions = args.versions.split(",")
     roots = [run_release(v, work / v) for v in versions]
     roots.append(build_synthetic(work / "synthetic-out" / "synthetic", versions))
-    args.out.write_bytes(_archive(roots))
+    args.out.write_bytes(pack_archive(roots))
     print(f"{args.out}: {args.out.stat().st_size} bytes")
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)
