@@ -132,4 +132,6 @@ def test_damaged_segments_end_as_kafka_44s_tool_ends(
     ours = kdump("dump", *flags, "--files", listed)
     assert ours.exit_code == kafka.returncode
     assert ours.stdout_bytes == kafka.stdout
-    assert ours.stderr.splitlines() == kafka.stderr.decode().splitlines()[:1]
+    theirs = kafka.stderr.decode().splitlines()
+    # Where Kafka's tool dies, its exception's trace follows the first line; kdump prints that line.
+    assert ours.stderr.splitlines() == (theirs if kafka.returncode == 0 else theirs[:1])

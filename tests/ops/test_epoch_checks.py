@@ -55,8 +55,10 @@ def _set_epochs(part: Path, k1: int, k2: int) -> list[int]:
 class Epochs:
     """A copy of txn-1 whose batches carry epochs 0, 1, 2, and the offsets that matter."""
 
-    def __init__(self, corpus_root: Path, dst: Path) -> None:
-        self.part = copy_tree(corpus_root / "kafka-3.8.0" / "txn-1", dst)
+    def __init__(self, dst: Path) -> None:
+        # The sample's txn-1 is the corpus partition whole, on every machine (the bundled subset
+        # keeps only its last segment, too few batches for three epochs).
+        self.part = copy_tree(Path(__file__).resolve().parents[2] / "samples" / "logdir" / "txn-1", dst)
         n = sum(len(log_entries(p.read_bytes())) for p in self.part.glob("*.log"))
         assert n >= 12
         k1, k2 = n // 3, 2 * n // 3
@@ -72,8 +74,8 @@ class Epochs:
 
 
 @pytest.fixture
-def epochs(corpus_root: Path, tmp_path: Path) -> Epochs:
-    e = Epochs(corpus_root, tmp_path / "alone" / "txn-1")
+def epochs(tmp_path: Path) -> Epochs:
+    e = Epochs(tmp_path / "alone" / "txn-1")
     e.write_checkpoint(e.full)
     assert epoch_findings(e.part) == []  # the whole history is consistent
     return e
