@@ -372,9 +372,12 @@ def attach_payloads(events: Iterable[Any], decoder: PayloadDecoder, file: str) -
     before their record; the tally (and per-schema findings) before the file's summary."""
     batch: BatchHeader | None = None
     decoder.take_tally(file)
+    # The records' own decoding findings count in the file's summary, as the compiled path counts them.
+    decoding: list[Finding] = []
     for ev in events:
         if type(ev) is Record and batch is not None and not batch.is_control:
             pr, found = decoder.decode(ev, batch, file)
+            decoding += found
             yield from found
             yield pr
             continue
@@ -383,7 +386,8 @@ def attach_payloads(events: Iterable[Any], decoder: PayloadDecoder, file: str) -
         elif isinstance(ev, ScanSummary):
             extra = decoder.finish(file)
             yield from extra
-            ev = count_findings(ev, [f for f in extra if isinstance(f, Finding)])
+            ev = count_findings(ev, decoding + [f for f in extra if isinstance(f, Finding)])
+            decoding = []
         yield ev
 
 
