@@ -21,7 +21,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +48,17 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_until(cond: Callable[[], bool], timeout: float) -> bool:
+    """Ask `cond` every half second until it holds (True) or `timeout` seconds have passed (False):
+    brokers do their work (cleaning, tiering, deleting) on their own schedule."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
 
 
 class BrokerFailed(Exception):

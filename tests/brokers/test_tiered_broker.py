@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from brokers.cluster import BrokerFailed, KafkaCluster, java_command
+from brokers.cluster import BrokerFailed, KafkaCluster, java_command, wait_until
 from brokers.fixtures import require_release, skip_or_fail
 from brokers.releases import NEWEST
 from brokers.tiered import TieredUnavailable, broker_config, tiered_release
@@ -24,11 +24,8 @@ PROBE = Path(__file__).resolve().parents[1] / "data" / "ListOffsetsProbe.java"
 
 
 def _wait(cond: Callable[[], bool], what: str, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.5)
+    if not wait_until(cond, timeout):
+        pytest.fail(f"timed out waiting for {what}")
 
 
 def test_a_live_tiered_broker_verifies_clean_and_agrees_on_kip_1005(

@@ -60,7 +60,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from brokers.cluster import KafkaCluster, java_command  # noqa: E402
+from brokers.cluster import KafkaCluster, java_command, wait_until  # noqa: E402
 from brokers.releases import Release, fetch  # noqa: E402
 from brokers.tools import dump_log_class  # noqa: E402
 from sparse_archives import pack_archive  # noqa: E402
@@ -97,12 +97,8 @@ LOG_VARIANTS: list[tuple[str, list[str]]] = [
 
 
 def _wait(what: str, cond: Callable[[], bool], timeout: float = 240.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.5)
-    raise SystemExit(f"timed out waiting for {what}")
+    if not wait_until(cond, timeout):
+        raise SystemExit(f"timed out waiting for {what}")
 
 
 def _cleaned(log_dir: Path) -> bool:

@@ -49,7 +49,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "formats" / "internal"))
 
-from brokers.cluster import KafkaCluster, java_command  # noqa: E402
+from brokers.cluster import KafkaCluster, java_command, wait_until  # noqa: E402
 from brokers.releases import Release, fetch  # noqa: E402
 from brokers.tiered import broker_config, tiered_release  # noqa: E402
 from brokers.tools import dump_log_class  # noqa: E402
@@ -75,12 +75,8 @@ TXN_WAVE = 2
 
 
 def _wait(what: str, cond: Callable[[], bool], timeout: float = 240.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.5)
-    raise SystemExit(f"timed out waiting for {what}")
+    if not wait_until(cond, timeout):
+        raise SystemExit(f"timed out waiting for {what}")
 
 
 def _admin(bootstrap: str) -> Any:
