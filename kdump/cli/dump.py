@@ -184,9 +184,7 @@ def dump_command(
             events = unchecked.watch(
                 _where(_advancing(dump_targets(targets, options), bar), options, encoding)
             )
-            # Not `+=`: the watcher counts into unchecked.batches while _write runs.
-            parallel = _write(targets, options, events, fmt, encoding, workers, full_values, bar)
-            unchecked.batches += parallel
+            _write(targets, options, events, fmt, encoding, workers, full_values, bar, unchecked)
     except KdumpError as exc:
         diag(str(exc))
         failed = True
@@ -219,9 +217,10 @@ def _write(
     workers: int,
     full_values: bool,
     bar: ProgressBar | None,
-) -> int:
-    """Write the dump's events in `fmt` (records on every core where that pays); how many batches
-    the parallel record path left undecompressed (the events' own are counted by their watcher)."""
+    unchecked: _Unchecked,
+) -> None:
+    """Write the dump's events in `fmt` (records on every core where that pays), counting in
+    `unchecked` the batches left undecompressed (the events' own are counted as they pass)."""
     if fmt == "kcat":
         from kdump.render.kcat import write_kcat
 
@@ -232,7 +231,7 @@ def _write(
         and not _selective(options)
         and (workers > 1 or _compiled_records() or fmt in TTY_FORMATS)
     ):
-        return _dump_parallel(targets, options, fmt, encoding, workers, bar)
+        _dump_parallel(targets, options, fmt, encoding, workers, unchecked, bar)
     elif fmt == "json":
         from kdump.render.jsonl import write_jsonl
 
@@ -250,7 +249,6 @@ def _write(
         from kdump.render.text import write_text
 
         write_text(events, sys.stdout, encoding=encoding)
-    return 0
 
 
 class _Unchecked:
@@ -291,11 +289,11 @@ def _dump_parallel(
     fmt: str,
     encoding: str,
     workers: int,
+    unchecked: _Unchecked,
     bar: Callable[[int], None] | None = None,
-) -> int:
-    """Records decoded on every core for big logs; everything else as usual, in order. Returns how many
-    batches were not decompressed (their codec's library cannot be loaded here)."""
-    unchecked = _Unchecked()
+) -> None:
+    """Records decoded on every core for big logs; everything else as usual, in order. Batches not
+    decompressed (their codec's library cannot be loaded here) are counted in `unchecked`."""
     from kdump.ops.dump import batch_events_for_expansion, dump_item, dump_items
     from kdump.render.jsonl import write_jsonl
     from kdump.render.parallel import write_parallel
@@ -340,7 +338,6 @@ def _dump_parallel(
                 sys.stdout,
                 encoding=encoding,
             )
-    return unchecked.batches
 
 
 def _where(events: Iterator[DumpEvent], options: DumpOptions, encoding: str) -> Iterator[Any]:
