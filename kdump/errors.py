@@ -7,6 +7,8 @@ that turns a `DecodeError` into a finding. The other exceptions describe an unus
 
 from __future__ import annotations
 
+import sys
+
 
 class KdumpError(Exception):
     """Root of every exception kdump raises on purpose."""
@@ -89,4 +91,10 @@ def missing_module(exc: ImportError, needed_for: str) -> MissingDependencyError 
     if extra is None:
         return None
     package = "pyspark" if root == "py4j" else root
+    if getattr(sys, "frozen", False):
+        # The one-file build carries the codecs, not the extras: pip cannot add to it.
+        return MissingDependencyError(
+            f"{needed_for} needs {package}, which the one-file build of kdump leaves out: "
+            f"use a pip install of kdump (pip install 'kdump[{extra}]')"
+        )
     return MissingDependencyError(f"{needed_for} needs {package}: pip install 'kdump[{extra}]'")

@@ -25,7 +25,24 @@ COMMANDS = {
     "salvage": ("kdump.cli.salvage", "salvage_command"),
     "compare": ("kdump.cli.compare", "compare_command"),
     "schemas": ("kdump.cli.schemas", "schemas_command"),
+    "man": ("kdump.cli.man", "man_command"),
 }
+
+
+def version_message() -> str:
+    """`kdump --version`: the version, and how this copy was built when it is the one-file build
+    (whose build script leaves `_build.json` beside the package: what froze it, on which system)."""
+    message = "%(prog)s, version %(version)s"
+    from pathlib import Path
+
+    build = Path(__file__).resolve().parents[1] / "_build.json"
+    if build.exists():
+        import json
+
+        info = json.loads(build.read_text(encoding="utf-8"))
+        built = f"{info['built_with']}\nbuilt on {info['built_on']}, {info['date']}, from {info['commit']}"
+        message += "\n" + built.replace("%", "%%")
+    return message
 
 
 class _OutputClosed(Exception):
@@ -110,7 +127,7 @@ class LazyGroup(click.Group):
 @click.group(
     cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
 )
-@click.version_option(__version__, "--version", prog_name="kdump")
+@click.version_option(__version__, "--version", prog_name="kdump", message=version_message())
 def cli() -> None:
     """Forensic dump, verify and repair for Apache Kafka's on-disk logs.
 

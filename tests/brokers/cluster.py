@@ -40,8 +40,14 @@ atexit.register(_stop_all_at_exit)
 
 
 def kafka_uuid() -> str:
-    """A random Kafka Uuid in Kafka's own text form (URL-safe base64, no padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random Kafka Uuid in Kafka's own text form (URL-safe base64, no padding).
+
+    Like Kafka's Uuid.randomUuid, never one whose text starts with '-': command-line parsers (the
+    StorageTool's `-t`) take it for an option (1 draw in 64 did, and failed a CI run)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def free_port() -> int:
