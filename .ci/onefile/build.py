@@ -76,6 +76,19 @@ BUILD_PACKAGES = [
 # Modules kdump imports by name at run time (codecs.load, the lazy command group), which a freezer's
 # import analysis cannot see.
 HIDDEN_IMPORTS = ["lz4.block", "lz4.frame", "snappy", "cramjam", "zstandard", "crc32c"]
+STDLIB_NEEDED = [
+    "zlib",
+    "_bz2",
+    "_lzma",
+    "_ssl",
+    "_hashlib",
+    "_ctypes",
+    "pyexpat",
+    "_json",
+    "_decimal",
+    "mmap",
+    "_multiprocessing",
+]
 COMPILED = ["kdump.formats._fastrecords", "kdump.formats._avrojson", "kdump.formats._fastwalk"]
 
 
@@ -185,12 +198,20 @@ def build_python(cache: Path, root: Root) -> None:
     for name in fixes:
         with (work / "debian/patches" / name).open("rb") as patch:
             run(["patch", "-p1", "--batch", "--quiet"], stdin=patch, cwd=source)
+    # The fix of CVE-2026-4224 calls an internal function from pyexpat, which Debian builds into
+    # the interpreter; built as a shared module it must say it is one, as pyexpat.c does from 3.12.
+    pyexpat = source / "Modules/pyexpat.c"
+    pyexpat.write_text(
+        "#ifndef Py_BUILD_CORE_BUILTIN\n#  define Py_BUILD_CORE_MODULE 1\n#endif\n" + pyexpat.read_text()
+    )
     log("compiling CPython in the root (a few minutes)")
     root.run(
         "cd /build/python/Python-3.11.2\n"
         f"./configure {' '.join(CONFIGURE)} >/build/python/configure.log 2>&1\n"
         f"make -j{os.cpu_count() or 2} >/build/python/make.log 2>&1\n"
         "make install >/build/python/install.log 2>&1\n"
+        # Every module kdump or the freezer may load must have been built (make only warns).
+        f"/opt/python/bin/python3.11 -c 'import {', '.join(STDLIB_NEEDED)}'\n"
     )
     shutil.rmtree(work)
     stamp_file.write_text(stamp)
