@@ -311,7 +311,7 @@ def main() -> int:
         # The compiled paths are not optional here: a file without them would be the slow one.
         f'python -c "{checks}"\n'
         "cd /build/kdump/src\n"
-        f"pyinstaller --log-level WARN --noconfirm --onefile --name kdump --distpath /build/kdump/dist"
+        f"pyinstaller --log-level WARN --noconfirm --onefile --strip --name kdump --distpath /build/kdump/dist"
         f" --workpath /build/kdump/work --specpath /build/kdump --collect-submodules kdump {hidden}"
         " --exclude-module pyspark --exclude-module pyarrow --exclude-module tkinter"
         " --add-data /build/kdump/src/man:kdump/man --add-data /build/kdump/src/kdump/_build.json:kdump"
