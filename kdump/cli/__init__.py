@@ -29,20 +29,30 @@ COMMANDS = {
 }
 
 
-def version_message() -> str:
-    """`kdump --version`: the version, and how this copy was built when it is the one-file build
-    (whose build script leaves `_build.json` beside the package: what froze it, on which system)."""
-    message = "%(prog)s, version %(version)s"
+def version_text() -> str:
+    """`kdump --version`: the version, which record paths run compiled, and how this copy was
+    built when it is the one-file build (its build script leaves `_build.json` in the package)."""
     from pathlib import Path
 
+    from kdump.formats.fast_records import load_compiled
+
+    lines = [f"kdump, version {__version__}"]
+    compiled = {"records": "_fastrecords", "batch walk": "_fastwalk", "Avro to JSON": "_avrojson"}
+    found = [name for name, module in compiled.items() if load_compiled(module) is not None]
+    lines.append(f"compiled paths: {', '.join(found) if found else 'none (the pure-Python reference path)'}")
     build = Path(__file__).resolve().parents[1] / "_build.json"
     if build.exists():
         import json
 
         info = json.loads(build.read_text(encoding="utf-8"))
-        built = f"{info['built_with']}\nbuilt on {info['built_on']}, {info['date']}, from {info['commit']}"
-        message += "\n" + built.replace("%", "%%")
-    return message
+        lines += [info["built_with"], f"built on {info['built_on']}, {info['date']}, from {info['commit']}"]
+    return "\n".join(lines)
+
+
+def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(version_text())
+        ctx.exit()
 
 
 class _OutputClosed(Exception):
@@ -127,7 +137,14 @@ class LazyGroup(click.Group):
 @click.group(
     cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
 )
-@click.version_option(__version__, "--version", prog_name="kdump", message=version_message())
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Show the version, the compiled paths, and how this copy was built, and exit.",
+)
 def cli() -> None:
     """Forensic dump, verify and repair for Apache Kafka's on-disk logs.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kdump.cli import COMMANDS, cli
@@ -34,3 +35,12 @@ def test_a_wrong_name_exits_2_with_the_pages_there_are() -> None:
     assert result.exit_code == 2
     assert "no manual page 'verfiy'" in result.output
     assert "verify" in result.output
+
+
+def test_version_names_the_compiled_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.startswith("kdump, version ")
+    monkeypatch.setenv("KDUMP_PURE_PYTHON", "1")
+    pure = CliRunner().invoke(cli, ["--version"])
+    assert "compiled paths: none (the pure-Python reference path)" in pure.output
