@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import fcntl
 import hashlib
 import json
 import os
@@ -279,11 +280,17 @@ def main() -> int:
     cache: Path = args.cache.resolve()
     cache.mkdir(parents=True, exist_ok=True)
     base = cache / f"{SUITE}-minbase"
-    debootstrap(base)
-    root = build_root(cache, base)
-    build_python(cache, root)
+    with (cache / ".lock").open("w") as lock:
+        # One build at a time makes or changes the roots and the compiled CPython.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        debootstrap(base)
+        root = build_root(cache, base)
+        build_python(cache, root)
 
-    build = root.path / "build/kdump"
+    # A folder of this run's own: two builds sharing the cache (a CI run beside a developer's) must
+    # not write into each other's.
+    inside = f"/build/kdump-{os.getpid()}"
+    build = root.path / inside.lstrip("/")
     shutil.rmtree(build, ignore_errors=True)
     build.mkdir(parents=True)
     fetch_wheels(build / "wheels")
@@ -301,28 +308,29 @@ def main() -> int:
     checks = "; ".join(f"import {name}" for name in COMPILED)
     log("installing the wheels and kdump (its C extensions compiled in the root), then freezing")
     root.run(
-        "cd /build/kdump\n"
-        "python3.11 -m venv /build/kdump/venv\n"
-        ". /build/kdump/venv/bin/activate\n"
+        f"cd {inside}\n"
+        f"python3.11 -m venv {inside}/venv\n"
+        f". {inside}/venv/bin/activate\n"
         "pip install --quiet --no-index --find-links wheels -r /dev/stdin <<'EOF'\n"
         + (HERE / "requirements.txt").read_text()
         + "EOF\n"
         "pip install --quiet --no-index --no-build-isolation --no-deps ./src\n"
         # The compiled paths are not optional here: a file without them would be the slow one.
         f'python -c "{checks}"\n'
-        "cd /build/kdump/src\n"
-        f"pyinstaller --log-level WARN --noconfirm --onefile --strip --name kdump --distpath /build/kdump/dist"
-        f" --workpath /build/kdump/work --specpath /build/kdump --collect-submodules kdump {hidden}"
+        f"cd {inside}/src\n"
+        f"pyinstaller --log-level WARN --noconfirm --onefile --strip --name kdump --distpath {inside}/dist"
+        f" --workpath {inside}/work --specpath {inside} --collect-submodules kdump {hidden}"
         " --exclude-module pyspark --exclude-module pyarrow --exclude-module tkinter"
-        " --add-data /build/kdump/src/man:kdump/man --add-data /build/kdump/src/kdump/_build.json:kdump"
-        " /build/kdump/entry.py\n"
-        "python /build/kdump/inspect_bundle.py /build/kdump/dist/kdump > /build/kdump/dist/bundle.json\n",
+        f" --add-data {inside}/src/man:kdump/man --add-data {inside}/src/kdump/_build.json:kdump"
+        f" {inside}/entry.py\n"
+        f"python {inside}/inspect_bundle.py {inside}/dist/kdump > {inside}/dist/bundle.json\n",
         env={"SOURCE_DATE_EPOCH": str(int(time.time()))},
     )
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy2(build / "dist/kdump", out / "kdump")
     bundle = json.loads((build / "dist/bundle.json").read_text())
+    shutil.rmtree(build)
     info.update(bundle, size=(out / "kdump").stat().st_size)
     (out / "kdump.json").write_text(json.dumps(info, indent=1) + "\n")
     log(
