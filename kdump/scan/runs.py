@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kdump.errors import CodecError
 from kdump.findings import Finding
@@ -23,6 +22,10 @@ from kdump.formats import codecs, fast_records, fast_walk
 from kdump.formats.batch import BatchHeader
 from kdump.formats.codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
 from kdump.formats.constants import CONTROL_MASK, TIMESTAMP_TYPE_MASK, V2_HEADER_SIZE, Codec
+
+if TYPE_CHECKING:
+    # Imported with the first pool (it brings logging and queue): a shallow scan never needs them.
+    from concurrent.futures import ThreadPoolExecutor
 
 Buffer = bytes | bytearray | memoryview
 DecodeBatch = Callable[[Buffer, BatchHeader, str], tuple[Sequence[object], list[Finding]]]
@@ -40,6 +43,8 @@ def _pool() -> ThreadPoolExecutor | None:
         return None
     with _POOL_LOCK:
         if not _POOL:
+            from concurrent.futures import ThreadPoolExecutor
+
             _POOL.append(ThreadPoolExecutor(workers, thread_name_prefix="kdump-deep"))
         return _POOL[0]
 
