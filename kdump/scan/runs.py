@@ -125,6 +125,8 @@ def _clean_flags(
                 data = payload
             elif codec == Codec.ZSTD and zstd is not None:
                 data = zstd(bytes(payload))
+            elif codec == Codec.LZ4:
+                data = _joined(codecs.lz4_blocks(payload))
             else:
                 data = decompress(codec, payload, magic=2)
         except Exception:  # a codec's error, a missing codec, no memory: the reference reports it
@@ -135,6 +137,27 @@ def _clean_flags(
             and check(data, bases[k], lasts[k], base_ts[k], max_ts[k], log_append, counts[k], not log_append)
         )
     return out
+
+
+_LOCAL = threading.local()
+_KEPT_BUFFER = 16 << 20
+
+
+def _joined(parts: list[bytes | memoryview]) -> memoryview:
+    """The parts copied end to end into this thread's buffer, kept from batch to batch: a new
+    buffer per batch costs a page fault per 4 KiB written (most of lz4's cost on big batches).
+    The view is valid until this thread's next call."""
+    total = sum(len(p) for p in parts)
+    if total > _KEPT_BUFFER:
+        return memoryview(b"".join(parts))  # a rare giant batch: not kept for the next
+    out: bytearray | None = getattr(_LOCAL, "out", None)
+    if out is None or len(out) < total:
+        out = _LOCAL.out = bytearray(max(total, 1 << 20))
+    pos = 0
+    for p in parts:
+        out[pos : pos + len(p)] = p
+        pos += len(p)
+    return memoryview(out)[:total]
 
 
 def _chunks(sizes: list[int]) -> list[tuple[int, int]]:
