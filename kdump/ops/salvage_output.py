@@ -195,8 +195,7 @@ def write_clean_partition(
         with open_buffer(seg.log) as buf:
             release = PageRelease(buf)
             start = end = 0  # the range of adjacent kept batches not written yet
-            for k in sp.kept:
-                h = k.header
+            for h in sp.kept.headers():
                 # The checksum is verified again on the very bytes copied: a file that changed since
                 # it was scanned stops the salvage rather than put unverified bytes in.
                 _check_unchanged(buf, h, seg.log)
