@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +49,44 @@ def test_the_check_sees_a_heavy_import() -> None:
     # The probe itself works: a module that pulls in a codec library is noticed.
     pytest.importorskip("zstandard")
     assert _heavy_modules_after("import zstandard") == ["zstandard"]
+
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+# Loaded only where a shallow verify needs them: a metadata log, remote metadata, a finding to render,
+# a deep check's thread pool.
+NOT_FOR_SHALLOW_VERIFY = (
+    "concurrent.futures",
+    "kdump.formats.internal",
+    "kdump.ops.remote_metadata",
+    "kdump.ops.remote_verify",
+    "kdump.render.rows",
+    "kdump.render.text",
+)
+
+
+def _loaded_by_verify(path: Path, *args: str) -> list[str]:
+    code = (
+        "import json, sys\n"
+        f"sys.argv = ['kdump', 'verify', *{list(args)!r}, {str(path)!r}]\n"
+        "from kdump.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(json.dumps(sorted(m for m in {NOT_FOR_SHALLOW_VERIFY!r} if m in sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_shallow_verify_of_a_clean_partition_loads_only_what_it_uses() -> None:
+    assert _loaded_by_verify(SAMPLES / "logdir" / "c-lz4-0") == []
+
+
+def test_the_verify_probe_sees_what_a_finding_loads() -> None:
+    # The probe itself works: a partition with a finding to print loads the text renderer.
+    assert "kdump.render.text" in _loaded_by_verify(SAMPLES / "damaged" / "bad-crc-0")
+    assert "kdump.render.rows" in _loaded_by_verify(SAMPLES / "damaged" / "bad-crc-0", "--format", "json")

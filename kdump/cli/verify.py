@@ -186,6 +186,8 @@ def tiered_context(targets: list[Any], metadata: tuple[str, ...]) -> TieredConte
 
 def verify_stores(stores: list[Path], tiered: TieredContext, options: VerifyOptions) -> Any:
     """Reports of each remote store given, checked against the remote log metadata at hand."""
+    if not stores:
+        return  # without loading the remote store's modules
     from kdump.model.remote_store import RemoteStore
     from kdump.ops.remote_verify import verify_remote_store
 

@@ -23,12 +23,13 @@ import struct
 import sys
 import zlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from kdump.errors import CodecError, CodecUnavailableError
 from kdump.formats.constants import Codec
 
 Buffer = bytes | bytearray | memoryview
+_T = TypeVar("_T")
 
 # A generous bound: Kafka limits a batch's compressed size (message.max.bytes), not what it expands
 # to; 1 GiB is far beyond any real batch and keeps a decompression bomb from exhausting memory.
@@ -122,7 +123,7 @@ def decompress(
     raise CodecError(f"unknown compression type id: {codec}")
 
 
-def _checked(fn: Callable[[], bytes], name: str) -> bytes:
+def _checked(fn: Callable[[], _T], name: str) -> _T:
     try:
         return fn()
     except CodecError:
@@ -211,10 +212,24 @@ def _snappy_block(snappy: Any, block: bytes, max_size: int) -> bytes:
 
 
 def _unlz4(data: Buffer, magic: int, max_size: int) -> bytes:
-    block = _load("lz4.block")
-    raw = bytes(data)
+    return b"".join(lz4_blocks(data, magic=magic, max_size=max_size))
 
-    def run() -> bytes:
+
+def lz4_blocks(
+    data: Buffer, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+) -> list[bytes | memoryview]:
+    """An lz4 payload decompressed block by block: the decompressed payload is these parts joined
+    (`decompress` joins them; a caller that copies them into a buffer of its own saves that copy).
+
+    Raises:
+        CodecError: the payload does not decompress, or expands beyond `max_size`.
+        CodecUnavailableError: the codec's library is missing.
+    """
+    block = _load("lz4.block")
+    # Read where it is (a batch in a mapped file): a copy of the payload cost more than its checks.
+    raw = memoryview(data).cast("B")
+
+    def run() -> list[bytes | memoryview]:
         if len(raw) < 7:
             raise CodecError("lz4 frame shorter than its header")
         if _INT32_LE.unpack_from(raw, 0)[0] != LZ4_FRAME_MAGIC:
@@ -236,14 +251,13 @@ def _unlz4(data: Buffer, magic: int, max_size: int) -> bytes:
             raise CodecError("lz4 frame header runs past the end of the payload")
         hc = raw[pos]
         if magic >= 1:
-            expected = (xxhash32(raw[4:pos]) >> 8) & 0xFF
+            expected = (xxhash32(bytes(raw[4:pos])) >> 8) & 0xFF
             if hc != expected:
                 raise CodecError("lz4 stream frame descriptor corrupted (header checksum mismatch)")
         pos += 1
         block_checksum = bool(flg & 0x10)
-        # Blocks are views of the payload and joined once at the end (a 1 MiB batch was copied
+        # Blocks are views of the payload, joined once by the caller (a 1 MiB batch was copied
         # four times over, which cost more than decompressing it).
-        view = memoryview(raw)
         parts: list[bytes | memoryview] = []
         total = 0
         while True:
@@ -256,14 +270,14 @@ def _unlz4(data: Buffer, magic: int, max_size: int) -> bytes:
             size = word & 0x7FFFFFFF
             if size > block_max or pos + size > len(raw):
                 raise CodecError(f"lz4 block of {size} bytes does not fit the frame")
-            chunk = view[pos : pos + size]
+            chunk = raw[pos : pos + size]
             pos += size + (4 if block_checksum else 0)
             part = chunk if word & 0x80000000 else block.decompress(chunk, uncompressed_size=block_max)
             parts.append(part)
             total += len(part)
             if total > max_size:
                 raise CodecError(f"lz4 payload expands beyond {max_size} bytes")
-        return b"".join(parts)
+        return parts
 
     return _checked(run, "lz4")
 

@@ -24,83 +24,17 @@ keeps it), `framing` (through the length fields past a batch that failed its che
 from __future__ import annotations
 
 import bisect
-import struct
 from dataclasses import dataclass, field
 
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
-from kdump.formats.constants import (
-    COMPRESSION_MASK,
-    CONTROL_MASK,
-    DELETE_HORIZON_MASK,
-    MAX_RELATIVE_OFFSET,
-    TIMESTAMP_TYPE_MASK,
-    TRANSACTIONAL_MASK,
-)
+from kdump.formats.constants import MAX_RELATIVE_OFFSET
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
+from kdump.ops.salvage_kept import FRAMING, INTACT, RESYNC, KeptBatch, KeptList
 from kdump.scan.events import ScanSummary
 from kdump.scan.log_scanner import find_next_entry, scan_log
 from kdump.scan.source import open_buffer
-
-INTACT, FRAMING, RESYNC = "intact", "framing", "resync"
-HOW = {
-    INTACT: "before any damage in its segment (the broker's recovery keeps it)",
-    FRAMING: "read through the length fields past a batch that failed its checksum",
-    RESYNC: "found by searching forward (magic, length and checksum agree) after framing was lost",
-}
-
-
-# A checksum-valid v2 header, packed: position, size, then the header's fields (crc_ok is True and
-# the computed checksum the stored one). A kept batch holds this, not a header object: a plan of a
-# big segment keeps tens of thousands of them.
-_PACKED = struct.Struct("<qiqiibIhqqqhii")
-
-
-@dataclass(frozen=True, slots=True)
-class KeptBatch:
-    """A batch whose bytes go into the clean partition, and how it was found."""
-
-    segment: Segment
-    packed: BatchHeader | bytes
-    how: str
-    broker_keeps: bool  # inside the prefix the broker's recovery keeps (`valid_bytes`)
-
-    @classmethod
-    def of(cls, segment: Segment, h: BatchHeader, how: str, broker_keeps: bool) -> KeptBatch:
-        """A kept batch holding its header packed where it can (a checksum-valid v2 batch)."""
-        packed: BatchHeader | bytes = h
-        if h.magic == 2 and h.crc_ok and h.base_offset is not None and h.count is not None:
-            try:
-                packed = _PACKED.pack(
-                    h.position, h.size, h.base_offset, h.last_offset - h.base_offset,
-                    h.partition_leader_epoch, h.magic, h.crc, h.attributes, h.base_timestamp,
-                    h.max_timestamp, h.producer_id, h.producer_epoch, h.base_sequence, h.count,
-                )  # fmt: skip
-            except struct.error:
-                packed = h
-        return cls(segment, packed, how, broker_keeps)
-
-    @property
-    def header(self) -> BatchHeader:
-        """The batch's header, as the scan read it."""
-        p = self.packed
-        if not isinstance(p, bytes):
-            return p
-        (pos, size, base, delta, epoch, magic, crc, attrs, base_ts, max_ts, pid, pepoch, bseq, count) = (
-            _PACKED.unpack(p)
-        )
-        return BatchHeader(
-            pos, base, base + delta, count, size, magic, crc, True, crc, attrs, attrs & COMPRESSION_MASK,
-            (attrs & TIMESTAMP_TYPE_MASK) >> 3, base_ts, max_ts, pid, pepoch, bseq, epoch,
-            bool(attrs & TRANSACTIONAL_MASK), bool(attrs & CONTROL_MASK), bool(attrs & DELETE_HORIZON_MASK),
-        )  # fmt: skip
-
-    @property
-    def low(self) -> int:
-        """The batch's first offset (a legacy message's own offset)."""
-        h = self.header
-        return h.base_offset if h.base_offset is not None else h.last_offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +93,7 @@ class SegmentSalvage:
 
     segment: Segment
     summary: ScanSummary | None
-    kept: list[KeptBatch] = field(default_factory=list)
+    kept: KeptList = field(default_factory=KeptList)
     regions: list[DamagedRegion] = field(default_factory=list)
     unreadable: str | None = None
 
@@ -386,12 +320,10 @@ def _regions(
     size = sp.summary.size
     regions: list[DamagedRegion] = []
     pos = 0
-    for k in [*sp.kept, None]:
-        start = k.header.position if k is not None else size
+    for start, length in [*sp.kept.spans(), (size, 0)]:
         if start > pos:
             regions.append(DamagedRegion(sp.segment, pos, start))
-        if k is not None:
-            pos = k.header.position + k.header.size
+        pos = start + length
     for f in findings:
         if f.position is None:
             continue
@@ -412,6 +344,8 @@ def _regions(
 
 def _link(plans: list[SegmentSalvage]) -> None:
     """Give each region its kept neighbours in partition order, and the batches recovered after it."""
+    if not any(sp.regions for sp in plans):
+        return  # nothing to link (and no need to go through every kept batch)
     events: list[KeptBatch | DamagedRegion] = []
     for sp in plans:
         items: list[tuple[int, int, KeptBatch | DamagedRegion]] = [(k.header.position, 1, k) for k in sp.kept]

@@ -69,19 +69,24 @@ class ParquetRecords:
 
     def __init__(self, out: IO[bytes], topic: str | None, partition: int | None) -> None:
         pa, pq = load_pyarrow()
-        self._pa = pa
+        import pyarrow.compute as pc
+
+        self._pa, self._pc = pa, pc
         self._schema = arrow_schema()
         # Dictionaries and statistics only where they pay: a dictionary of unique keys and values
         # costs more time than the whole write otherwise does (min/max statistics of them too).
         repeated = ["topic", "partition", "timestampType", "segment", "isControl"]
+        # The system allocator hands freed row groups back; pyarrow's default pool (mimalloc) keeps
+        # them: the row groups' columns are built in it too, not only the writer's pages (about 12
+        # MiB less at the peak of a salvage of 1.1 M records).
+        self._pool = pa.system_memory_pool()
         self._writer = pq.ParquetWriter(
             out,
             self._schema,
             compression="zstd",
             use_dictionary=repeated,
             write_statistics=[*repeated, "offset", "timestamp", "position"],
-            # The system allocator hands freed row groups back; pyarrow's default pool keeps them.
-            memory_pool=pa.system_memory_pool(),
+            memory_pool=self._pool,
         )
         self._topic = topic
         self._partition = partition
@@ -125,17 +130,23 @@ class ParquetRecords:
                 self.add_batch(seg, h, decoded[0])
             self._flush()
             return
-        pa = self._pa
+        pa, pool = self._pa, self._pool
         index = arrays["batch_index"]
         per_batch = {
-            "topic": pa.array([self._topic] * len(pending), pa.string()),
-            "partition": pa.array([self._partition] * len(pending), pa.int32()),
-            "timestampType": pa.array([h.timestamp_type for _, h, _ in pending], pa.int32()),
-            "segment": pa.array([str(seg.log) for seg, _, _ in pending], pa.string()),
-            "position": pa.array([h.position for _, h, _ in pending], pa.int64()),
-            "isControl": pa.array([h.is_control for _, h, _ in pending], pa.bool_()),
+            "topic": pa.array([self._topic] * len(pending), pa.string(), memory_pool=pool),
+            "partition": pa.array([self._partition] * len(pending), pa.int32(), memory_pool=pool),
+            "timestampType": pa.array(
+                [h.timestamp_type for _, h, _ in pending], pa.int32(), memory_pool=pool
+            ),
+            "segment": pa.array([str(seg.log) for seg, _, _ in pending], pa.string(), memory_pool=pool),
+            "position": pa.array([h.position for _, h, _ in pending], pa.int64(), memory_pool=pool),
+            "isControl": pa.array([h.is_control for _, h, _ in pending], pa.bool_(), memory_pool=pool),
         }
-        columns = [arrays[name] if name in arrays else per_batch[name].take(index) for name, _ in COLUMNS]
+        take = self._pc.take
+        columns = [
+            arrays[name] if name in arrays else take(per_batch[name], index, memory_pool=pool)
+            for name, _ in COLUMNS
+        ]
         self._write(pa.Table.from_arrays(columns, schema=self._schema))
         self.rows += len(index)
 
@@ -166,7 +177,11 @@ class ParquetRecords:
     def _flush(self) -> None:
         if not self._cols["offset"]:
             return
-        table = self._pa.Table.from_pydict(self._cols, schema=self._schema)
+        pa = self._pa
+        table = pa.Table.from_arrays(
+            [pa.array(self._cols[f.name], f.type, memory_pool=self._pool) for f in self._schema],
+            schema=self._schema,
+        )
         self._write(table)
         for col in self._cols.values():
             col.clear()

@@ -12,7 +12,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from kdump.formats.constants import CODEC_LABELS
-from kdump.ops.salvage import HOW, DamagedRegion, KeptBatch
+from kdump.ops.salvage import DamagedRegion
+from kdump.ops.salvage_kept import HOW, KeptBatch
 
 if TYPE_CHECKING:
     from kdump.ops.salvage_output import SalvageResult
@@ -105,7 +106,8 @@ def build_report(result: SalvageResult, interval_bytes: int, interval_source: st
     """The whole report as a JSON-ready dictionary."""
     plan = result.plan
     part = plan.partition
-    kept = plan.kept
+    # Two fields of each kept batch, read from the plan's packed slots: no list of every batch.
+    kept = [(k.how, k.broker_keeps) for sp in plan.segments for k in sp.kept]
     clean = result.clean
     v = clean.verify
     regions = [_region_row(r, result.partial_by_batch) for r in plan.regions]
@@ -122,7 +124,7 @@ def build_report(result: SalvageResult, interval_bytes: int, interval_source: st
                 "size": None if sp.summary is None else sp.summary.size,
                 "valid_bytes": None if sp.summary is None else sp.summary.valid_bytes,
                 "kept_batches": len(sp.kept),
-                "kept_bytes": sum(k.header.size for k in sp.kept),
+                "kept_bytes": sum(size for _, size in sp.kept.spans()),
                 "regions": len(sp.regions),
                 "unreadable": sp.unreadable,
             }
@@ -133,9 +135,9 @@ def build_report(result: SalvageResult, interval_bytes: int, interval_source: st
         "not_read": plan.not_read,
         "batches": {
             "kept": len(kept),
-            "broker_keeps": sum(1 for k in kept if k.broker_keeps),
-            "past_the_recovery_point": sum(1 for k in kept if not k.broker_keeps),
-            "how": dict(Counter(k.how for k in kept)),
+            "broker_keeps": sum(1 for _, keeps in kept if keeps),
+            "past_the_recovery_point": sum(1 for _, keeps in kept if not keeps),
+            "how": dict(Counter(how for how, _ in kept)),
             "how_explained": HOW,
         },
         "records": {

@@ -22,15 +22,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, make_finding
 from kdump.formats import checkpoints
 from kdump.model.partition import PartitionDir
-from kdump.model.remote_store import RemoteStore
-from kdump.ops.remote_metadata import PartitionRemoteLog, RemoteLogMetadata, load_remote_log_metadata
 from kdump.ops.topic_config import TopicConfigs
 from kdump.scan.source import read_small_file
+
+if TYPE_CHECKING:
+    # Loaded only for a partition with remote metadata: a plain verify does not pay for the decoders
+    # of the internal topics.
+    from kdump.model.remote_store import RemoteStore
+    from kdump.ops.remote_metadata import PartitionRemoteLog, RemoteLogMetadata
 
 REMOTE_STORAGE_ENABLE = "remote.storage.enable"
 
@@ -64,6 +69,8 @@ class TieredContext:
         if not paths:
             return None
         if paths not in self._metadata:
+            from kdump.ops.remote_metadata import load_remote_log_metadata
+
             self._metadata[paths] = load_remote_log_metadata(paths)
         meta = self._metadata[paths]
         return meta if meta.sources else None

@@ -15,7 +15,6 @@ from pathlib import Path
 from kdump.errors import DecodeError
 from kdump.formats.batch import BatchHeader
 from kdump.formats.filenames import parse_partition_dir_name, parse_segment_file_name
-from kdump.formats.internal import decode_metadata_record
 from kdump.formats.records import Record
 from kdump.model.partition import PartitionDir
 from kdump.scan.log_scanner import scan_log
@@ -67,6 +66,9 @@ def _replay(path: Path, configs: dict[str, dict[str, str]], names: dict[str, str
 
 
 def _apply(record: Record, configs: dict[str, dict[str, str]], names: dict[str, str]) -> None:
+    # The decoders of the internal topics load only when a metadata log is replayed.
+    from kdump.formats.internal import decode_metadata_record
+
     try:
         decoded = decode_metadata_record(record.value)
     except DecodeError:

@@ -7,8 +7,9 @@ from typing import Any
 
 from kdump.findings import Severity
 from kdump.ops.verify import PartitionReport
-from kdump.render.rows import finding_row
-from kdump.render.text import finding_line
+
+# `render.rows` and `render.text` (record and payload rendering, the internal topics' decoders) are
+# imported where a finding is rendered: a clean verify never loads them.
 
 
 def report_summary_row(r: PartitionReport) -> dict[str, Any]:
@@ -128,7 +129,11 @@ def overall_row(reports: Sequence[PartitionReport], exit_code: int) -> dict[str,
 
 def report_lines(r: PartitionReport) -> list[str]:
     """Text lines: one per finding, then the partition's summary."""
-    lines = [finding_line(f) for f in r.findings]
+    lines: list[str] = []
+    if r.findings:
+        from kdump.render.text import finding_line
+
+        lines = [finding_line(f) for f in r.findings]
     status = status_text(r)
     findings = f"{r.total(Severity.ERROR)} errors, {r.total(Severity.WARNING)} warnings, {r.total(Severity.INFO)} info"
     coverage = coverage_text(r.log_bytes, r.checked_bytes, r.limited)
@@ -145,6 +150,10 @@ def report_lines(r: PartitionReport) -> list[str]:
 
 def finding_rows(r: PartitionReport) -> list[dict[str, Any]]:
     """JSON rows of a report's findings."""
+    if not r.findings:
+        return []
+    from kdump.render.rows import finding_row
+
     return [finding_row(f) for f in r.findings]
 
 
@@ -152,6 +161,8 @@ def junit_xml(reports: Sequence[PartitionReport], fail_on: Severity) -> str:
     """JUnit XML: one test case per partition, failed when it has findings at or above `fail_on`."""
     # Imported here: the module pulls in urllib.request (ssl, sockets, email), ~20 ms at every start.
     from xml.sax.saxutils import escape, quoteattr
+
+    from kdump.render.text import finding_line
 
     failures = sum(1 for r in reports if (r.worst() or 0) >= fail_on)
     out = [

@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kdump.errors import CodecError
 from kdump.findings import Finding
@@ -23,6 +22,10 @@ from kdump.formats import codecs, fast_records, fast_walk
 from kdump.formats.batch import BatchHeader
 from kdump.formats.codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
 from kdump.formats.constants import CONTROL_MASK, TIMESTAMP_TYPE_MASK, V2_HEADER_SIZE, Codec
+
+if TYPE_CHECKING:
+    # Imported with the first pool (it brings logging and queue): a shallow scan never needs them.
+    from concurrent.futures import ThreadPoolExecutor
 
 Buffer = bytes | bytearray | memoryview
 DecodeBatch = Callable[[Buffer, BatchHeader, str], tuple[Sequence[object], list[Finding]]]
@@ -40,6 +43,8 @@ def _pool() -> ThreadPoolExecutor | None:
         return None
     with _POOL_LOCK:
         if not _POOL:
+            from concurrent.futures import ThreadPoolExecutor
+
             _POOL.append(ThreadPoolExecutor(workers, thread_name_prefix="kdump-deep"))
         return _POOL[0]
 
@@ -120,6 +125,8 @@ def _clean_flags(
                 data = payload
             elif codec == Codec.ZSTD and zstd is not None:
                 data = zstd(bytes(payload))
+            elif codec == Codec.LZ4:
+                data = _joined(codecs.lz4_blocks(payload))
             else:
                 data = decompress(codec, payload, magic=2)
         except Exception:  # a codec's error, a missing codec, no memory: the reference reports it
@@ -130,6 +137,27 @@ def _clean_flags(
             and check(data, bases[k], lasts[k], base_ts[k], max_ts[k], log_append, counts[k], not log_append)
         )
     return out
+
+
+_LOCAL = threading.local()
+_KEPT_BUFFER = 16 << 20
+
+
+def _joined(parts: list[bytes | memoryview]) -> memoryview:
+    """The parts copied end to end into this thread's buffer, kept from batch to batch: a new
+    buffer per batch costs a page fault per 4 KiB written (most of lz4's cost on big batches).
+    The view is valid until this thread's next call."""
+    total = sum(len(p) for p in parts)
+    if total > _KEPT_BUFFER:
+        return memoryview(b"".join(parts))  # a rare giant batch: not kept for the next
+    out: bytearray | None = getattr(_LOCAL, "out", None)
+    if out is None or len(out) < total:
+        out = _LOCAL.out = bytearray(max(total, 1 << 20))
+    pos = 0
+    for p in parts:
+        out[pos : pos + len(p)] = p
+        pos += len(p)
+    return memoryview(out)[:total]
 
 
 def _chunks(sizes: list[int]) -> list[tuple[int, int]]:

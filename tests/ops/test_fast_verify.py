@@ -19,7 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kdump.formats import fast_records, fast_walk
-from kdump.formats.constants import Codec
+from kdump.formats.batch import decode_v2_header, encode_v2_batch
+from kdump.formats.codecs import compress
+from kdump.formats.constants import V2_HEADER_SIZE, Codec
+from kdump.formats.records import build_v2_batch
 from kdump.model.partition import PartitionDir
 from kdump.ops.segment_check import check_segment
 
@@ -157,3 +160,51 @@ def test_the_compiled_index_check_answers_yes_for_sound_indexes(
             assert check_segment(s).findings == ()  # type: ignore[arg-type]
     assert len(answers) == 6
     assert all(answers)
+
+
+def _lz4_batch_with_a_cut_record(seg: SegmentBuilder, n: int) -> None:
+    """An lz4 batch whose checksum holds but whose last record runs past the decompressed payload."""
+    plain = build_v2_batch(seg.next_offset, records(n, value_size=300), codec=Codec.NONE)
+    payload = compress(Codec.LZ4, plain[V2_HEADER_SIZE:-3])
+    h = decode_v2_header(plain, 0, len(plain))
+    batch = encode_v2_batch(
+        base_offset=h.base_offset,
+        records_payload=payload,
+        count=n,
+        last_offset_delta=n - 1,
+        base_timestamp=h.base_timestamp,
+        max_timestamp=h.max_timestamp,
+        attributes=Codec.LZ4,
+    )
+    seg._append(batch, n, h.max_timestamp)
+
+
+def test_lz4_batches_big_and_small_share_a_buffer_and_give_the_same_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Deep checks decompress lz4 into one buffer per thread, kept from batch to batch: a small batch
+    # after a big one (2 MiB, past the buffer's first size) and a damaged one after both must each be
+    # checked on their own bytes only, on the pool's threads (runs over 1 MiB) as on the reference.
+    assert fast_records.compiled is not None
+    answers: list[bool] = []
+    real = fast_records.compiled.check_v2
+
+    def spy(*args: object) -> bool:
+        answers.append(real(*args))
+        return answers[-1]
+
+    monkeypatch.setattr(fast_records.compiled, "check_v2", spy, raising=False)
+    seg = SegmentBuilder(base_offset=0)
+    seg.add_v2(records(1), codec=Codec.LZ4)  # the first batch is the scanner's own
+    for n in (6000, 2, 3000, 1):
+        seg.add_v2(records(n, value_size=300), codec=Codec.LZ4)
+        _lz4_batch_with_a_cut_record(seg, max(1, n // 2))
+    seg.write(tmp_path / "lz4-0")
+    (s,) = _segments(tmp_path / "lz4-0")
+    got, ref = _both(s, deep=True)
+    assert got == ref
+    assert answers.count(True) == 4
+    assert answers.count(False) == 4
+    # The reference's finding about each cut batch, once each.
+    findings = check_segment(s, deep=True).findings  # type: ignore[arg-type]
+    assert len({f.position for f in findings}) == 4, findings
