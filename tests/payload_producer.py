@@ -220,7 +220,11 @@ def produce_all(cluster: Any, registry_url: str, workdir: Path) -> Produced:
     """Register, produce and write `_schemas`; stop the broker; return what was sent and where."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
-    from confluent_kafka.schema_registry import SchemaRegistryClient, header_schema_id_serializer
+    from confluent_kafka.schema_registry import (
+        SchemaRegistryClient,
+        header_schema_id_serializer,
+        topic_subject_name_strategy,
+    )
     from confluent_kafka.schema_registry.avro import AvroSerializer
     from confluent_kafka.schema_registry.json_schema import JSONSerializer
     from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
@@ -238,7 +242,11 @@ def produce_all(cluster: Any, registry_url: str, workdir: Path) -> Produced:
     new = [NewTopic(t, 1, 1) for t in topics] + [NewTopic("_schemas", 1, 1, config=compacted)]
     for f in admin.create_topics(new).values():
         f.result(timeout=60)
-    client = SchemaRegistryClient({"url": registry_url})
+    # A bounded wait per request: one CI run hung 20 minutes on a registry request never answered.
+    client = SchemaRegistryClient({"url": registry_url, "timeout": 30})
+    # The classic subject per topic, named outright: confluent-kafka 2.16 defaults to asking the
+    # registry's associations API first, which Apicurio does not serve (the hung request was one).
+    per_topic = {"subject.name.strategy": topic_subject_name_strategy}
 
     class GuidClient(SchemaRegistryClient):  # type: ignore[misc]
         """The real client, given the GUID Confluent's registry would return (Apicurio has none)."""
@@ -253,7 +261,7 @@ def produce_all(cluster: Any, registry_url: str, workdir: Path) -> Produced:
                 registered = attrs.evolve(registered, guid=str(uuid.UUID(bytes=md5)))
             return registered
 
-    guid_client = GuidClient({"url": registry_url})
+    guid_client = GuidClient({"url": registry_url, "timeout": 30})
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5, "compression.type": "lz4"})
     out = Produced(registry_url, workdir / "logdir-copy", workdir / "schemas-before")
     out.proto = classes
@@ -268,7 +276,7 @@ def produce_all(cluster: Any, registry_url: str, workdir: Path) -> Produced:
         producer.flush(60)
         out.sent.setdefault(topic, []).extend(items)
 
-    avro = AvroSerializer(client, json.dumps(AVRO_ORDER))
+    avro = AvroSerializer(client, json.dumps(AVRO_ORDER), conf=per_topic)
     send("avro-orders", avro, IntegerSerializer(), [(i, avro_order(i)) for i in range(300)])
     order, header = classes["Order"], classes["Header"]
 
@@ -280,20 +288,20 @@ def produce_all(cluster: Any, registry_url: str, workdir: Path) -> Produced:
         m.first.sku, m.first.price = f"sku-{i}", i / 4
         return m
 
-    psr = ProtobufSerializer(order, client, {"use.deprecated.format": False})
-    hsr = ProtobufSerializer(header, client, {"use.deprecated.format": False})
+    psr = ProtobufSerializer(order, client, {"use.deprecated.format": False, **per_topic})
+    hsr = ProtobufSerializer(header, client, {"use.deprecated.format": False, **per_topic})
     send("proto-orders", psr, None, [(f"k{i}".encode(), proto_order(i)) for i in range(100)])
     send("proto-orders", hsr, None, [(None, header(trace=f"trace-{i}")) for i in range(20)])
-    jsr = JSONSerializer(json.dumps(JSON_PAY), client)
+    jsr = JSONSerializer(json.dumps(JSON_PAY), client, conf=per_topic)
     send("json-pay", jsr, None, [(None, {"id": i, "amount": i / 8, "lines": [i, "x"]}) for i in range(50)])
-    hdr = {"schema.id.serializer": header_schema_id_serializer}
+    hdr = {"schema.id.serializer": header_schema_id_serializer, **per_topic}
     ahs = AvroSerializer(guid_client, json.dumps(AVRO_ORDER), conf=hdr)
     send("avro-headers", ahs, None, [(None, avro_order(i)) for i in range(40)])
     phs = ProtobufSerializer(order, guid_client, {"use.deprecated.format": False, **hdr})
     send("proto-headers", phs, None, [(None, proto_order(i)) for i in range(20)])
-    retired = AvroSerializer(client, json.dumps(AVRO_RETIRED))
+    retired = AvroSerializer(client, json.dumps(AVRO_RETIRED), conf=per_topic)
     send("retired-data", retired, None, [(None, {"n": i}) for i in range(5)])
-    gone = AvroSerializer(client, json.dumps(AVRO_GONE), conf={"auto.register.schemas": True})
+    gone = AvroSerializer(client, json.dumps(AVRO_GONE), conf={"auto.register.schemas": True, **per_topic})
     # A schema of another subject on the same topic: the gone-value subject (record name strategy).
     gone_items = [(None, {"s": f"gone {i}"}) for i in range(3)]
     for _, value in gone_items:
