@@ -147,10 +147,12 @@ def verify_targets(
 
 
 def unit_report(
-    target: Target, part: PartitionDir | None, results: Sequence[SegmentResult]
+    target: Target | None, part: PartitionDir | None, results: Sequence[SegmentResult]
 ) -> PartitionReport:
-    """The report of one unit of a plan, from its segments' results."""
+    """The report of one unit of a plan, from its segments' results. The target is read only for a
+    file given alone (`part` None): a partition's report needs nothing of the log dir holding it."""
     if part is None:
+        assert target is not None, "a file given alone is reported from its target"
         return file_report(target, results)
     report = partition_report(part, results, str(part.path))
     report.log_bytes = part.log_bytes

@@ -10,11 +10,15 @@ deleted afterwards unless `--keep`. Then, interleaved run by run (medians, ratio
 
 - local: `kdump verify DIR` as its own process (all cores);
 - spark-local: fleet verify (`run_fleet_verify`) on Spark `local[2]` over the local files;
-- spark-store: the same over a copy in the S3 store of the tests (SeaweedFS on 127.0.0.1).
+- local-store: `kdump verify URL` of a copy in the S3 store of the tests (SeaweedFS on 127.0.0.1,
+  on the same cores: its own CPU counts against both store figures);
+- spark-store: fleet verify over that copy.
 
-Prints bytes/s of each, Spark / local, the number of Spark tasks and Spark's overhead per task
-(a fleet of as many tiny partitions, whose work is nothing: its time per task), and the requests
-the store answered per stored file (counted on the wire).
+Prints bytes/s of each, Spark / local (spark-store also against local-store), the number of Spark
+tasks, Spark's cost per task (a job of as many empty Python tasks as partitions: its time per
+task), the time of a fleet verify of as many one-batch partitions (its fixed cost: planning,
+partition checks, one job), and the requests the store answered per stored file for a local and
+for a Spark verify (counted on the wire, apart from the timed runs).
 """
 
 from __future__ import annotations
@@ -100,13 +104,27 @@ def tiny(root: Path, partitions: int) -> Path:
     return top
 
 
-def local_verify(path: Path) -> float:
+def local_verify(path: Path | str) -> float:
     kdump = Path(sys.executable).with_name("kdump")
     t = time.perf_counter()
     subprocess.run(
-        [str(kdump), "verify", "--fail-on", "error", str(path)], stdout=subprocess.DEVNULL, check=False
+        [str(kdump), "verify", "--fail-on", "error", str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
     )
     return time.perf_counter() - t
+
+
+def empty_tasks(n: int) -> float:
+    """Seconds per task of a job of `n` Python tasks that do nothing: Spark's own cost per task."""
+    from pyspark.sql import SparkSession
+
+    sc = SparkSession.getActiveSession().sparkContext  # type: ignore[union-attr]
+    sc.parallelize(range(n), n).map(lambda x: x).count()
+    t = time.perf_counter()
+    sc.parallelize(range(n), n).map(lambda x: x).count()
+    return (time.perf_counter() - t) / n
 
 
 def spark_verify(path: str) -> tuple[float, int]:
@@ -176,13 +194,14 @@ def run(root: Path, args: Any) -> None:
         # Warm-ups: the page cache, Spark's Python workers.
         local_verify(top)
         spark_verify(str(top))
-        rows: dict[str, list[float]] = {"local": [], "spark-local": [], "spark-store": []}
+        rows: dict[str, list[float]] = {"local": [], "spark-local": [], "local-store": [], "spark-store": []}
         tasks = 0
         for r in range(args.runs):
             rows["local"].append(local_verify(top))
             secs, tasks = spark_verify(str(top))
             rows["spark-local"].append(secs)
             if url:
+                rows["local-store"].append(local_verify(url))
                 rows["spark-store"].append(spark_verify(url)[0])
             print(
                 f"run {r + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in rows.items() if v), flush=True
@@ -194,33 +213,41 @@ def run(root: Path, args: Any) -> None:
             if secs:
                 med = statistics.median(secs)
                 print(f"  {name:<12} {med:8.1f} s {total / med / 1e6:9.0f} MB/s")
-        for name in ("spark-local", "spark-store"):
+        for name, against in (
+            ("spark-local", "local"),
+            ("spark-store", "local"),
+            ("spark-store", "local-store"),
+        ):
             if rows[name]:
-                paired = [rows["local"][i] / rows[name][i] for i in range(len(rows[name]))]
+                paired = [rows[against][i] / rows[name][i] for i in range(len(rows[name]))]
                 print(
-                    f"  {name} bytes/s / local bytes/s: median {statistics.median(paired):.2f} "
+                    f"  {name} bytes/s / {against} bytes/s: median {statistics.median(paired):.2f} "
                     f"(runs {', '.join(f'{p:.2f}' for p in paired)})"
                 )
         spark_verify(str(small))
         tiny_secs, tiny_tasks = spark_verify(str(small))
+        per_task = empty_tasks(args.partitions)
         print(
-            f"  Spark tasks per fleet verify: {tasks}; a fleet of {args.partitions} one-batch partitions: "
-            f"{tiny_secs:.1f} s in {tiny_tasks} tasks, {tiny_secs / max(tiny_tasks, 1) * 1000:.0f} ms per task"
+            f"  Spark tasks per fleet verify: {tasks}; Spark's cost per task: {per_task * 1000:.1f} ms "
+            f"(a job of {args.partitions} empty tasks); a fleet of {args.partitions} one-batch partitions: "
+            f"{tiny_secs:.2f} s in {tiny_tasks} tasks"
         )
         spark.stop()
         if url:
-            requests, files = store[1](url)
-            print(
-                f"  store requests of a verify: {requests} for {files} files with bytes ({requests / files:.3f} per file)"
-            )
+            for engine in ("local", "spark"):
+                requests, files = store[1](url, engine)
+                print(
+                    f"  store requests of a {engine} verify: {requests} for {files} files with bytes "
+                    f"({requests / files:.3f} per file)"
+                )
 
 
 @contextlib.contextmanager
-def _store(top: Path, skip: bool) -> Iterator[tuple[str, Callable[[str], tuple[int, int]]]]:
+def _store(top: Path, skip: bool) -> Iterator[tuple[str, Callable[[str, str], tuple[int, int]]]]:
     """The fleet in the tests' S3 store (its URL), and a function counting the requests a verify
     of a URL makes (through a counting proxy, apart from the timed runs: the proxy costs CPU)."""
     if skip:
-        yield "", lambda url: (0, 1)
+        yield "", lambda url, engine: (0, 1)
         return
     from s3_server import counting_proxy, running_server
 
@@ -229,11 +256,18 @@ def _store(top: Path, skip: bool) -> Iterator[tuple[str, Callable[[str], tuple[i
         url = s3.upload(top, "bench/fleet")
         print(f"uploaded to the store in {time.perf_counter() - t:.0f} s", flush=True)
 
-        def count(url: str) -> tuple[int, int]:
+        def count(url: str, engine: str) -> tuple[int, int]:
             with counting_proxy(s3.endpoint) as (proxy, counting):
                 kdump = Path(sys.executable).with_name("kdump")
                 env = {**os.environ, "AWS_ENDPOINT_URL": proxy}
-                subprocess.run([str(kdump), "verify", url], stdout=subprocess.DEVNULL, env=env, check=False)
+                spark = ["--engine", "spark", "--master", "local[2]"] if engine == "spark" else []
+                subprocess.run(
+                    [str(kdump), "verify", *spark, url],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                    check=False,
+                )
                 files = sum(1 for p in top.rglob("*") if p.is_file() and p.stat().st_size > 0)
                 return len(counting.requests), files
 

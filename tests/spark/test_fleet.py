@@ -20,7 +20,7 @@ pytest.importorskip("pyarrow", reason="pyarrow not installed; install kdump[spar
 
 from kdump.cli import cli
 from kdump.model.log_dir import Target, discover
-from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
+from kdump.ops.verify import PartitionReport, VerifyOptions, plan_verify, verify_targets
 from kdump.render.report import report_summary_row
 from kdump.render.rows import finding_row
 from kdump.spark.fleet import run_fleet_verify
@@ -98,6 +98,23 @@ def test_fleet_verify_equals_local_verify(spark: Any, fleet: list[Path], deep: b
     codes = {f.code for r in local for f in r.findings}
     assert {"crc-mismatch", "partial-trailing-batch"} <= codes
     assert len(local) >= 4
+
+
+def test_partitions_spread_over_tasks_give_the_same_reports(
+    spark: Any, fleet: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Tasks of a few bytes: the partitions of several segments are checked segment by segment in
+    # several tasks and their reports built after the shuffle, beside partitions checked whole.
+    from kdump.spark import fleet as fleet_module
+
+    monkeypatch.setattr(fleet_module, "MIN_TASK_BYTES", 1)
+    units = fleet_module.fleet_units(plan_verify(_targets(fleet)))
+    _tasks, split = fleet_module.work_items(units, 2)
+    assert split
+    assert len(split) < len(units)
+    options = VerifyOptions(jobs=1)
+    local = list(verify_targets(_targets(fleet), options))
+    assert _comparable(run_fleet_verify(_targets(fleet), options)) == _comparable(local)
 
 
 def test_output_directory(spark: Any, fleet: list[Path], tmp_path: Path) -> None:
