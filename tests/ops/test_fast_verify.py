@@ -137,19 +137,25 @@ def test_damaged_indexes_give_the_same_findings(
         assert got == ref
 
 
-def test_the_compiled_index_check_answers_yes_for_sound_indexes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Guard against a fast path that never says yes (the comparisons above would then prove nothing)."""
-    assert fast_walk.compiled is not None
+def _spy(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[bool]:
+    """Replace a compiled function by one that records each of its answers, and return them."""
     answers: list[bool] = []
-    real = fast_walk.compiled.index_agrees
+    real = getattr(module, name)
 
     def spy(*args: object) -> bool:
         answers.append(real(*args))
         return answers[-1]
 
-    monkeypatch.setattr(fast_walk.compiled, "index_agrees", spy, raising=False)
+    monkeypatch.setattr(module, name, spy, raising=False)
+    return answers
+
+
+def test_the_compiled_index_check_answers_yes_for_sound_indexes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guard against a fast path that never says yes (the comparisons above would then prove nothing)."""
+    assert fast_walk.compiled is not None
+    answers = _spy(monkeypatch, fast_walk.compiled, "index_agrees")
     for interval in (1, 300, 4096):
         seg = SegmentBuilder(base_offset=0)
         for i in range(30):
@@ -186,14 +192,7 @@ def test_lz4_batches_big_and_small_share_a_buffer_and_give_the_same_findings(
     # after a big one (2 MiB, past the buffer's first size) and a damaged one after both must each be
     # checked on their own bytes only, on the pool's threads (runs over 1 MiB) as on the reference.
     assert fast_records.compiled is not None
-    answers: list[bool] = []
-    real = fast_records.compiled.check_v2
-
-    def spy(*args: object) -> bool:
-        answers.append(real(*args))
-        return answers[-1]
-
-    monkeypatch.setattr(fast_records.compiled, "check_v2", spy, raising=False)
+    answers = _spy(monkeypatch, fast_records.compiled, "check_v2")
     seg = SegmentBuilder(base_offset=0)
     seg.add_v2(records(1), codec=Codec.LZ4)  # the first batch is the scanner's own
     for n in (6000, 2, 3000, 1):
