@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from corpus import REPO_ROOT, iter_partition_dirs
-from kafka4_corpus import kafka4_root
+from kafka4_corpus import decoder_of, kafka4_root, partitions
 
 ONEFILE = Path(os.environ.get("KDUMP_ONEFILE", REPO_ROOT / "dist" / "kdump"))
 _CACHE = Path(os.environ.get("KDUMP_CACHE", Path.home() / ".cache" / "kdump"))
@@ -47,13 +47,16 @@ def _run(cmd: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess
     return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env, timeout=600, check=False)
 
 
-def _both(onefile: Path, args: list[str], cwd: Path | None = None) -> None:
-    """The built file and the installed kdump give the same stdout and exit status."""
+def _both(onefile: Path, args: list[str], cwd: Path | None = None) -> int:
+    """The built file and the installed kdump give the same stdout and exit status; the bytes of it."""
     frozen = _run([str(onefile), *args], cwd)
     installed = _run([sys.executable, "-m", "kdump", *args], cwd)
     assert frozen.returncode == installed.returncode, (args, frozen.stderr[-2000:], installed.stderr[-2000:])
     assert frozen.stdout == installed.stdout, args
     assert "Traceback" not in frozen.stderr
+    # Equal because both refused the command line would prove nothing.
+    assert installed.returncode != 2, installed.stderr
+    return len(installed.stdout)
 
 
 def test_build_record_says_how_and_the_floor(onefile: Path) -> None:
@@ -92,20 +95,29 @@ def test_every_corpus_partition_dumps_and_verifies_the_same(
 ) -> None:
     partitions = list(_partitions(tmp_path_factory.getbasetemp()))
     assert partitions
+    shown = 0
     for _, partition in partitions:
-        _both(onefile, ["dump", "--records", "--format", "json", str(partition)])
-        _both(onefile, ["dump", "--indexes", str(partition)])
-        _both(onefile, ["verify", "--deep", "--format", "json", str(partition)])
+        shown += _both(onefile, ["dump", "--records", "--format", "json", str(partition)])
+        shown += _both(onefile, ["dump", str(partition)])  # batches, index entries, state files
+        shown += _both(onefile, ["verify", "--deep", "--format", "json", str(partition)])
+    assert shown > 1_000_000
 
 
 def test_kafka4_log_dirs_verify_and_decode_the_same(
     onefile: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     root = kafka4_root(tmp_path_factory.getbasetemp())
-    for log_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        _both(onefile, ["verify", "--deep", "--format", "json", str(log_dir)])
-        for internal in sorted(log_dir.glob("*/__*-0")):
-            _both(onefile, ["dump", "--records", "--decode-internal", "--format", "json", str(internal)])
+    corpus_dirs = sorted(p for p in root.iterdir() if p.is_dir())
+    assert corpus_dirs
+    decoded = 0
+    for corpus in corpus_dirs:
+        parts = partitions(corpus)
+        assert _both(onefile, ["verify", "--deep", "--format", "json", *map(str, parts)])
+        for internal in (p for p in parts if decoder_of(p)):
+            decoded += _both(
+                onefile, ["dump", "--records", "--decode", "auto", "--format", "json", str(internal)]
+            )
+    assert decoded > 100_000
 
 
 @pytest.fixture
