@@ -107,7 +107,9 @@ def test_partitions_spread_over_tasks_give_the_same_reports(
     # several tasks and their reports built after the shuffle, beside partitions checked whole.
     from kdump.spark import fleet as fleet_module
 
-    monkeypatch.setattr(fleet_module, "MIN_TASK_BYTES", 1)
+    # Tasks of a byte: every partition of several segments is spread (with a share of the whole
+    # fleet as the limit, none was on the bundled subset, whose one big synthetic segment set it).
+    monkeypatch.setattr(fleet_module, "task_bytes", lambda total, parallelism: 1)
     units = fleet_module.fleet_units(plan_verify(_targets(fleet)))
     _tasks, split = fleet_module.work_items(units, 2)
     assert split
