@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -63,24 +62,18 @@ def man_command(page: str, roff: bool, list_pages: bool) -> None:
         return
     path = page_file(page)
     if path is None:
-        known = (
-            ", ".join(page_names())
-            or "none: this install has no manual pages (they are in the source's man/)"
-        )
+        names = page_names()
+        known = ", ".join(names) or "none: this install has no manual pages (they are in the source's man/)"
         diag(f"kdump: no manual page {page!r}; there are: {known}")
-        sys.exit(ExitCode.USAGE if page_names() else ExitCode.UNREADABLE)
-    source = path.read_text(encoding="utf-8")
+        sys.exit(ExitCode.USAGE if names else ExitCode.UNREADABLE)
     if roff:
-        click.echo(source, nl=False)
+        click.echo(path.read_text(encoding="utf-8"), nl=False)
         return
     man = shutil.which("man")
     if man and sys.stdout.isatty() and os.environ.get("KDUMP_MAN_TEXT") != "1":
-        # man -l reads a file, not a stream; the bundled copy may be in a directory man cannot see.
-        with tempfile.NamedTemporaryFile("w", suffix=path.suffix, encoding="utf-8") as copy:
-            copy.write(source)
-            copy.flush()
-            sys.exit(subprocess.run([man, "-l", copy.name], check=False).returncode)
+        # The one-file build's pages are real files while it runs (it unpacks itself): man reads them.
+        sys.exit(subprocess.run([man, "-l", str(path)], check=False).returncode)
     from kdump.render.man_text import render
 
     width = shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
-    click.echo(render(source, width=min(width, 100) - 1), nl=False)
+    click.echo(render(path.read_text(encoding="utf-8"), width=min(width, 100) - 1), nl=False)

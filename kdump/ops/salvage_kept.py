@@ -79,9 +79,9 @@ def _unpacked(
     base_ts: int, max_ts: int, pid: int, pepoch: int, bseq: int, count: int, *_flags: int,
 ) -> BatchHeader:  # fmt: skip
     return BatchHeader(
-            pos, base, base + delta, count, size, magic, crc, True, crc, attrs, attrs & COMPRESSION_MASK,
-            (attrs & TIMESTAMP_TYPE_MASK) >> 3, base_ts, max_ts, pid, pepoch, bseq, epoch,
-            bool(attrs & TRANSACTIONAL_MASK), bool(attrs & CONTROL_MASK), bool(attrs & DELETE_HORIZON_MASK),
+        pos, base, base + delta, count, size, magic, crc, True, crc, attrs, attrs & COMPRESSION_MASK,
+        (attrs & TIMESTAMP_TYPE_MASK) >> 3, base_ts, max_ts, pid, pepoch, bseq, epoch,
+        bool(attrs & TRANSACTIONAL_MASK), bool(attrs & CONTROL_MASK), bool(attrs & DELETE_HORIZON_MASK),
     )  # fmt: skip
 
 

@@ -142,32 +142,28 @@ def debian11(onefile: Path, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
         shutil.rmtree(work)
 
 
+def _in_root(command: str) -> subprocess.CompletedProcess[str]:
+    """A shell command run inside the Debian 11 root, with nothing of the host's environment."""
+    return subprocess.run(
+        [str(CHROOT), str(ROOT), "/bin/sh", "-c", command],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", **ENV},
+        check=False,
+        timeout=300,
+    )
+
+
 def test_runs_in_debian11_without_python(debian11: tuple[Path, Path]) -> None:
     work, inside = debian11
     assert not list((ROOT / "usr" / "bin").glob("python*")), "the root must have no Python"
     shutil.copytree(REPO_ROOT / "samples" / "logdir", work / "logdir", symlinks=True)
-    libc = subprocess.run(
-        [str(CHROOT), str(ROOT), "/usr/bin/ldd", "--version"], capture_output=True, text=True, check=True
-    )
-    assert "2.31" in libc.stdout.splitlines()[0]
+    assert "2.31" in _in_root("ldd --version").stdout.splitlines()[0]
     for args in (["verify", "--deep", "--format", "json", "logdir"], ["dump", "--records", "logdir/txn-1"]):
-        chrooted = subprocess.run(
-            [str(CHROOT), str(ROOT), "/bin/sh", "-c", f"cd {inside} && ./kdump {' '.join(args)}"],
-            capture_output=True,
-            text=True,
-            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", **ENV},
-            check=False,
-            timeout=300,
-        )
+        chrooted = _in_root(f"cd {inside} && ./kdump {' '.join(args)}")
         host = _run([sys.executable, "-m", "kdump", *args], cwd=work)
         assert chrooted.returncode == host.returncode, chrooted.stderr
         assert chrooted.stdout == host.stdout
-    manual = subprocess.run(
-        [str(CHROOT), str(ROOT), f"{inside}/kdump", "man", "verify"],
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin", **ENV},
-        check=False,
-    )
+    manual = _in_root(f"{inside}/kdump man verify")
     assert manual.returncode == 0, manual.stderr
     assert manual.stdout.startswith("KDUMP-VERIFY(1)")
