@@ -15,7 +15,15 @@ class KdumpError(Exception):
 
 
 class DecodeError(KdumpError, ValueError):
-    """Bytes that do not decode as the structure asked for (raised by `kdump.formats` only)."""
+    """Bytes that do not decode as the structure asked for (raised by `kdump.formats` only).
+
+    `java` is what Kafka's generated reader says at the same place, where kdump's message differs
+    (None: the same, or for a `TruncatedError` Java's buffer underflow, whose message is null).
+    """
+
+    def __init__(self, message: str = "", java: str | None = None) -> None:
+        super().__init__(message)
+        self.java = java
 
 
 class TruncatedError(DecodeError):

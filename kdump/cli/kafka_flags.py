@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.render.kafka_decoded import NEWEST_KAFKA
+from kdump.render.kafka_decoded import NEWEST_KAFKA, kafka_release
 
 F = TypeVar("F", bound=Callable[..., Any])
 _API = "org.apache.kafka.tools.api."
@@ -32,6 +32,8 @@ DECODER_FLAGS = {
     "remote_log_metadata_decoder": "remote-log-metadata",
     "share_group_state_decoder": "share-group-state",
 }
+# Flags a release's tool does not have yet: joptsimple refuses them before anything is read.
+_FLAG_SINCE = {"remote_log_metadata_decoder": (3, 9), "share_group_state_decoder": (4, 0)}
 _SWITCHES = (
     "deep_iteration",
     "print_data_log",
@@ -176,6 +178,15 @@ def run(kafka: dict[str, Any], paths: tuple[str, ...], max_bytes: int | None) ->
         dump_lines,
     )
 
+    release = kafka["kafka_version"] or NEWEST_KAFKA
+    for flag, since in _FLAG_SINCE.items():
+        if kafka[flag] and kafka_release(release) < since:
+            name = flag.replace("_", "-")
+            click.echo(
+                f'Exception in thread "main" joptsimple.UnrecognizedOptionException: {name} is not a recognized option',
+                err=True,
+            )
+            sys.exit(1)
     decoder = next((name for flag, name in DECODER_FLAGS.items() if kafka[flag]), None)
     classes = kafka["key_decoder_class"] is not None or kafka["value_decoder_class"] is not None
     print_data = bool(kafka["print_data_log"] or decoder or classes)
@@ -190,7 +201,7 @@ def run(kafka: dict[str, Any], paths: tuple[str, ...], max_bytes: int | None) ->
         sanity_only=bool(kafka["index_sanity_check"]),
         max_bytes=INT_MAX if max_bytes is None else max_bytes,
         max_message_size=kafka["max_message_size"] or DEFAULT_MAX_MESSAGE_SIZE,
-        release=kafka["kafka_version"] or NEWEST_KAFKA,
+        release=release,
     )
     files = _files(kafka, paths)
     if not files:

@@ -6,11 +6,16 @@
 `--cluster-metadata-decoder`; control records are printed whatever the decoder). It depends on the
 Kafka release whose tool is imitated:
 
-* Kafka 3.x (the Scala tool): offsets and metadata as JSON, the transaction log as
-  `transaction_metadata::transactionalId=...` text, a leader change as `controlType: LEADER_CHANGE(2)`;
-* Kafka 4.x: every coordinator record as `key: {"type":..,"data":..} payload: {"version":..,"data":..}`
-  (the transaction log too, its `transactionStatus` by name), share group state, a leader change as
-  `LeaderChange: {...}`.
+* Kafka 3.x (the Scala tool) and 4.0: offsets and metadata as JSON, the transaction log as
+  `transaction_metadata::transactionalId=...` text, a leader change as `controlType: LEADER_CHANGE(2)`
+  (4.0 adds share group state, read with its early-access layout);
+* Kafka 4.1 and later: every coordinator record as `key: {"type":..,"data":..} payload: {"version":..,
+  "data":..}` (the transaction log too, its `transactionStatus` a number up to 4.3 and by name from 4.4),
+  a leader change as `LeaderChange: {...}`.
+
+Each release prints only what it knows: the tagged fields and record versions added after it are left
+out or refused as that release's tool does (`formats.internal.release_view`), so a dump of a newer
+broker's log as an older tool prints it is exact too.
 
 kdump's text mode prints the newest release's text (`NEWEST_KAFKA`); a Kafka-compatible mode asks for the
 release it imitates. Where Kafka's tool would abort the whole dump on a record, `DecodeError` is raised
@@ -21,20 +26,16 @@ from __future__ import annotations
 
 from typing import Final
 
-from kdump.formats.internal.decoded import DecodedRecord, Style
+from kdump.formats.internal.decoded import DecodedRecord
+from kdump.formats.internal.releases import KafkaRelease, parse_release
 
 NEWEST_KAFKA: Final = "4.4"
 """The newest Kafka release kdump's decoded text imitates, and its default."""
 
 
-def kafka_style(kafka: str) -> Style:
-    """Which tool a Kafka release ships: "3" for 3.x (and older), "4.0" for 4.0 and 4.1, "4" later."""
-    parts = kafka.split(".")
-    major = int(parts[0]) if parts[0].isdigit() else 0
-    minor = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
-    if major < 4:
-        return "3"
-    return "4.0" if (major, minor) < (4, 2) else "4"
+def kafka_release(kafka: str) -> KafkaRelease:
+    """`"4.2"`, `"4.2.1"`, `"3"` as `(major, minor)`."""
+    return parse_release(kafka)
 
 
 def kafka_decoded_text(decoded: DecodedRecord, offset: int, *, kafka: str = NEWEST_KAFKA) -> str:
@@ -43,11 +44,11 @@ def kafka_decoded_text(decoded: DecodedRecord, offset: int, *, kafka: str = NEWE
 
     Raises `DecodeError` where that tool aborts its dump on this record.
     """
-    return decoded.oracle_suffix(offset, kafka_style(kafka))
+    return decoded.oracle_suffix(offset, kafka_release(kafka))
 
 
 def kafka_decoded_key_payload(
     decoded: DecodedRecord, offset: int, *, kafka: str = NEWEST_KAFKA
 ) -> tuple[str | None, str | None]:
     """The `key:` and `payload:` parts on their own (None where the tool prints no such part)."""
-    return decoded.oracle_key_payload(offset, kafka_style(kafka))
+    return decoded.oracle_key_payload(offset, kafka_release(kafka))

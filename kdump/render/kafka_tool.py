@@ -34,7 +34,7 @@ from kdump.formats.internal.java_text import java_utf8_decode
 from kdump.formats.internal.transaction_log import java_string_hash
 from kdump.formats.records import Record
 from kdump.render import rows
-from kdump.render.kafka_decoded import NEWEST_KAFKA, kafka_style
+from kdump.render.kafka_decoded import NEWEST_KAFKA, kafka_release
 from kdump.render.text import batch_line
 from kdump.scan import open_buffer, scan_log
 
@@ -63,7 +63,7 @@ class ToolOptions:
     @property
     def java(self) -> bool:
         """Whether the release ships the Java tool (4.0 and later)."""
-        return kafka_style(self.release) != "3"
+        return kafka_release(self.release) >= (4, 0)
 
 
 class ToolAbort(Exception):
@@ -371,7 +371,7 @@ def record_line(r: Record, batch: BatchHeader, opts: ToolOptions) -> str:
 
 def _control_text(r: Record, opts: ToolOptions) -> str:
     try:
-        return decode_control_record(r.key, r.value).oracle_suffix(r.offset, kafka_style(opts.release))
+        return decode_control_record(r.key, r.value).oracle_suffix(r.offset, kafka_release(opts.release))
     except DecodeError as exc:
         raise ToolAbort("org.apache.kafka.common.InvalidRecordException", str(exc)) from None
 
@@ -390,7 +390,7 @@ def _contents(r: Record, opts: ToolOptions) -> tuple[str | None, str | None]:
         )
     try:
         decoded = decode_with(opts.decoder, r.key, r.value)
-        return decoded.oracle_key_payload(r.offset, kafka_style(opts.release))
+        return decoded.oracle_key_payload(r.offset, kafka_release(opts.release))
     except DecodeError as exc:
         return f"Error at offset {r.offset}, skipping. {exc}", None
 

@@ -19,7 +19,7 @@ from pathlib import Path
 NEWEST = "4.4.0"
 """The newest release the project runs against."""
 
-PINNED: tuple[str, ...] = ("3.9.1", "4.0.1", "4.1.1", "4.2.0", "4.3.1", "4.4.0")
+PINNED: tuple[str, ...] = ("3.8.1", "3.9.1", "4.0.0", "4.1.1", "4.2.0", "4.3.1", "4.4.0")
 """Every release the tests and the corpus script may start (Maven Central serves each)."""
 
 # LocalTieredStorage (Kafka's own file-backed RemoteStorageManager) ships in kafka-storage's test jar;
@@ -166,8 +166,9 @@ def fetch(version: str) -> Release:
 
 
 if __name__ == "__main__":
-    # `python tests/brokers/releases.py [VERSION ...]`: fetch releases ahead of a test run (CI does).
+    # `python tests/brokers/releases.py [VERSION ...]`: fetch releases (all pinned ones by default) ahead
+    # of a test run (CI does).
     import sys
 
-    for wanted in sys.argv[1:] or [NEWEST]:
+    for wanted in sys.argv[1:] or PINNED:
         print(f"Kafka {wanted}: {fetch(wanted).lib}")

@@ -9,6 +9,7 @@ clients produce (share groups, the Streams group protocol, transactions v2).
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from pathlib import Path
 
 from brokers.cluster import java_command
@@ -33,9 +34,15 @@ def run_class(
     heap: str = "512m",
     input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `main_class` of the release; stdout and stderr captured, the exit code not checked."""
+    """Run `main_class` of the release; stdout and stderr captured, the exit code not checked.
+
+    It runs in a temporary directory: some releases' bundled logging configuration writes files such
+    as `storage.log` into the working directory, which would otherwise be the checkout."""
     cmd = java_command(release, main_class, *args, heap=heap)
-    return subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout, input=input)
+    with tempfile.TemporaryDirectory(prefix="kdump-java-") as cwd:
+        return subprocess.run(
+            cmd, capture_output=True, text=True, check=False, timeout=timeout, input=input, cwd=cwd
+        )
 
 
 def dump_log(release: Release, files: list[Path], *flags: str, timeout: float = 600) -> str:

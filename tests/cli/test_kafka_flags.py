@@ -349,3 +349,31 @@ def test_records_that_do_not_decode_stop_the_run_with_kdumps_reason(kdump: Kdump
     assert deep.exit_code == 1
     assert deep.stdout.splitlines()[-1].startswith("baseOffset: 3 ")
     assert "Kafka's tool stops here with an exception kdump does not imitate" in deep.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "release", "refused"),
+    [
+        ("--share-group-state-decoder", "3.9", True),
+        ("--share-group-state-decoder", "4.0", False),
+        ("--remote-log-metadata-decoder", "3.8", True),
+        ("--remote-log-metadata-decoder", "3.9", False),
+    ],
+)
+def test_a_decoder_flag_the_release_lacks_stops_as_its_tool_does(
+    kdump: Kdump, part: Path, flag: str, release: str, refused: bool
+) -> None:
+    """Kafka 3.x has no share group decoder and 3.8 no remote log metadata decoder: joptsimple refuses
+    the flag before any file is read (seen on 3.8.1 and 3.9.1's tools)."""
+    segment = part / "00000000000000000000.log"
+    r = kdump("dump", "--files", str(segment), flag, "--kafka-version", release)
+    name = flag.removeprefix("--")
+    if refused:
+        assert r.exit_code == 1
+        assert r.stdout == ""
+        assert r.stderr == (
+            f'Exception in thread "main" joptsimple.UnrecognizedOptionException: {name} is not a recognized option\n'
+        )
+    else:
+        assert r.exit_code == 0, r.output
+        assert r.stdout.startswith(f"Dumping {segment}")

@@ -32,8 +32,9 @@ base64, tagged fields only when they differ from their default). The oracle text
 `kafka-dump-log.sh --cluster-metadata-decoder`'s (the same in Kafka 3.x and 4.x): ` payload: <that JSON>`.
 A frame version, record type or record version kdump does not know gives status "unknown" with the raw
 value (the oracle then prints `Error at <offset>, skipping. <message>`, or for a newer record version
-what Kafka reads of it). Records of a metadata type Kafka 3.x's tool does not know (28, 29) print its
-`Unknown metadata id` error in the 3.x oracle.
+what Kafka reads of it). The tool of a release older than a record's type or version does the same with
+what it knows: `Unknown metadata id` for a type (28 before 4.0, 29 before 4.4), or the version read as
+its newest known one (RegisterBrokerRecord 4 and BrokerRegistrationChangeRecord 3 before 4.3).
 
 The control records of this and every other partition (leader change, snapshot header and footer, KRaft
 version and voters, transaction markers) are in `control_records`.
@@ -41,11 +42,13 @@ version and voters, transaction markers) are in `control_records`.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from kdump.errors import CorruptFieldError, DecodeError
 from kdump.formats.internal.decoded import DecodedRecord, OracleText, escape_template
 from kdump.formats.internal.metadata_tables import FRAME_VERSION, METADATA_RECORD_TYPES
+from kdump.formats.internal.release_view import message_known_to, version_since
+from kdump.formats.internal.releases import KafkaRelease
 from kdump.formats.internal.schema import Buffer, MessageType, Reader, decode_message, kafka_json
 
 # ------------------------------------------------------------------------------------------- metadata frame
@@ -143,35 +146,38 @@ def decode_metadata_record(value: Buffer | None) -> DecodedRecord:
         record=name,
         key=None,
         value=value_dict,
-        oracle=_kafka3_oracle(api_key, version, value_dict, text),
-        oracle4=text,
+        oracle=text,
+        older=_older_reads(name, msg, data, reader.pos, api_key, version) if msg.since else (),
+        value_type=msg,
+        value_version=version,
         value_unknown_tagged_fields=decoded.unknown_tagged_fields,
     )
 
 
-KAFKA3_LAST_API_KEY: Final = 27
-"""Kafka 3.x's tool knows metadata records up to RegisterControllerRecord."""
-
-KAFKA3_NEWER_VERSIONS: Final[dict[int, tuple[int, str]]] = {
-    0: (3, "cordonedLogDirs"),
-    17: (2, "cordonedLogDirs"),
-}
-"""api key -> (last version Kafka 3.x knows, the tagged field 4.x added): 3.x reads the newer version
-leniently and does not know the tag."""
-
-
-def _kafka3_oracle(api_key: int, version: int, value_dict: dict[str, Any], text: OracleText) -> OracleText:
-    """What Kafka 3.x's tool prints for a record it may not know (its oracle is otherwise the same)."""
-    if api_key > KAFKA3_LAST_API_KEY:
-        return OracleText(
-            payload_template="Error at {offset}, skipping. "
-            f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {api_key}"
-        )
-    newer = KAFKA3_NEWER_VERSIONS.get(api_key)
-    if newer is not None and version > newer[0] and newer[1] in value_dict["data"]:
-        data = {k: v for k, v in value_dict["data"].items() if k != newer[1]}
-        return OracleText(payload=kafka_json({**value_dict, "data": data}))
-    return text
+def _older_reads(
+    name: str, msg: MessageType, data: bytes, pos: int, api_key: int, version: int
+) -> tuple[tuple[KafkaRelease, KafkaRelease, OracleText], ...]:
+    """What the tools of releases before this record type or version existed print of it: the type's
+    `Unknown metadata id` error, or the version read as the newest they know (`_lenient_metadata_oracle`)."""
+    bounds = sorted({release for v, release in msg.since if v <= version})
+    out: list[tuple[KafkaRelease, KafkaRelease, OracleText]] = []
+    low: KafkaRelease = (0, 0)
+    for high in bounds:
+        known = [
+            v
+            for v in range(msg.valid.lo, version + 1)
+            if (since := version_since(msg, v)) is None or since <= low
+        ]
+        if msg.valid.lo not in known:
+            unknown = (
+                f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {api_key}"
+            )
+            out.append((low, high, OracleText(payload_template="Error at {offset}, skipping. " + unknown)))
+        elif version not in known:
+            older = message_known_to(msg, low, max(known))
+            out.append((low, high, _lenient_metadata_oracle(name, older, data, pos, api_key, version)))
+        low = high
+    return tuple(out)
 
 
 def _lenient_metadata_oracle(

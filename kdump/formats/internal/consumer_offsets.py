@@ -54,6 +54,7 @@ from kdump.errors import CorruptFieldError, DecodeError, TruncatedError
 from kdump.formats.internal import offsets_tables as t
 from kdump.formats.internal import share_streams_tables as s
 from kdump.formats.internal.decoded import DecodedRecord, OracleText, escape_template
+from kdump.formats.internal.releases import KafkaRelease, parse_release
 from kdump.formats.internal.schema import Buffer, DecodedMessage, MessageType, decode_message, kafka_json
 
 _I16 = struct.Struct(">h")
@@ -161,6 +162,9 @@ KAFKA3_TYPES: Final = range(0, 9)
 KAFKA4_REMOVED_TYPES: Final = frozenset({9})
 """Types Kafka 4.4's tool no longer knows (early-access share groups)."""
 
+KAFKA4_0_LAST_TYPE: Final = 16
+"""Kafka 4.0's tool knows types up to 16; the Streams group's (17-23) came with 4.1."""
+
 
 # ---------------------------------------------------------------------------------------------- decoding
 
@@ -205,6 +209,8 @@ def read_version(buf: bytes, name: str) -> int:
 
 def kafka_error_detail(exc: DecodeError) -> str:
     """What Java's exception says where kdump's engine failed: a buffer underflow has no message."""
+    if exc.java is not None:
+        return exc.java
     return "null" if isinstance(exc, TruncatedError) else str(exc)
 
 
@@ -291,6 +297,9 @@ def decode_offsets_record(key: Buffer | None, value: Buffer | None) -> DecodedRe
     }
     kafka3_knows = record_type in KAFKA3_TYPES
     kafka4_knows = record_type not in KAFKA4_REMOVED_TYPES
+    older: tuple[tuple[KafkaRelease, KafkaRelease, OracleText], ...] = ()
+    if record_type > KAFKA4_0_LAST_TYPE:
+        older = (((4, 0), (4, 1), unknown_type),)
     if value_bytes is None:
         delete = OracleText(key=key_text, payload="<DELETE>")
         return DecodedRecord(
@@ -298,6 +307,7 @@ def decode_offsets_record(key: Buffer | None, value: Buffer | None) -> DecodedRe
             value=None,
             oracle=delete if kafka3_knows else unknown_type,
             oracle4=delete if kafka4_knows else unknown_type,
+            older=older,
             **common,
         )
     version = read_version(value_bytes, "value")
@@ -319,6 +329,7 @@ def decode_offsets_record(key: Buffer | None, value: Buffer | None) -> DecodedRe
             if kafka3_knows
             else unknown_type,
             oracle4=unknown_version if kafka4_knows else unknown_type,
+            older=older,
             reason=f"{value_msg.name} version {version} is not one Kafka 3.0-4.4 knows ({value_msg.valid})",
             raw_key=key_bytes,
             raw_value=value_bytes,
@@ -344,6 +355,9 @@ def decode_offsets_record(key: Buffer | None, value: Buffer | None) -> DecodedRe
         layout=layout,
         value_unknown_tagged_fields=decoded_value.unknown_tagged_fields,
         value_trailing_bytes=len(value_bytes) - decoded_value.end,
+        older=older + early_access_reads(key_text, value_bytes, version, early),
+        value_type=value_msg if current is decoded_value else None,
+        value_version=version,
         **common,
     )
 
@@ -355,3 +369,23 @@ def _lenient_oracle(key_text: str, msg: MessageType, value: bytes, version: int)
     except DecodeError as exc:
         return OracleText(key_template="Error at offset {offset}, skipping. " + escape_template(str(exc)))
     return OracleText(key=key_text, payload=kafka_json({"version": str(version), "data": decoded.data}))
+
+
+def early_access_reads(
+    key_text: str, value: bytes, version: int, early: tuple[tuple[str, MessageType], ...]
+) -> tuple[tuple[KafkaRelease, KafkaRelease, OracleText], ...]:
+    """What Kafka 4.0's tool prints of a value: it reads with its own early-access layout (share groups)."""
+    for releases, layout in early:
+        first, _, last = releases.partition("-")
+        if not parse_release(first) <= (4, 0) <= parse_release(last or first):
+            continue
+        try:
+            decoded = decode_part(layout, value, version, "value")
+        except DecodeError as exc:
+            text = OracleText(key_template="Error at offset {offset}, skipping. " + escape_template(str(exc)))
+        else:
+            text = OracleText(
+                key=key_text, payload=kafka_json({"version": str(version), "data": decoded.data})
+            )
+        return (((4, 0), (4, 1), text),)
+    return ()

@@ -57,6 +57,7 @@ LEADER_CHANGE_MESSAGE: Final = message(
     fld("leaderId", INT32),
     fld("voters", ArrayOf(_VOTER)),
     fld("grantingVoters", ArrayOf(_VOTER)),
+    since={1: "3.9"},
 )
 
 SNAPSHOT_HEADER_RECORD: Final = message(

@@ -3,8 +3,9 @@
 Every decoder in this package (`consumer_offsets`, `transaction_log`, `cluster_metadata`) returns a
 `DecodedRecord`. It renders two ways:
 
-* `oracle_suffix(offset, style)`: the exact text `kafka-dump-log.sh --deep-iteration --print-data-log`
-  prints (style "3": Kafka 3.x's tool, the default for this method; style "4": Kafka 4.x's) with the matching decoder option after a record's `headerKeys: [...]`, for example
+* `oracle_suffix(offset, release)`: the exact text `kafka-dump-log.sh --deep-iteration --print-data-log`
+  of Kafka `release` (`(3, 8)` by default: the 3.x tool) prints with the matching decoder option after a
+  record's `headerKeys: [...]`, for example
   `' key: {"type":"1",...} payload: {"version":"3",...}'`, `' payload: {"type":"TOPIC_RECORD",...}'` or, for a
   control record, `' endTxnMarker: COMMIT coordinatorEpoch: 0'`. `oracle_key_payload(offset)` gives the two
   parts separately. Where Kafka's decoder would throw and abort the whole dump, these raise
@@ -35,11 +36,16 @@ the type they claim raise a `DecodeError` instead; no result is built.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any, Final, Literal
 
 from kdump.errors import CorruptFieldError
-from kdump.formats.internal.schema import UnknownTaggedField
+from kdump.formats.internal.release_view import has_newer_fields, payload_known_to
+from kdump.formats.internal.releases import NEWEST_RELEASE, KafkaRelease
+from kdump.formats.internal.schema import MessageType, UnknownTaggedField
+
+KAFKA3: Final[KafkaRelease] = (3, 8)
+"""The release the oracle texts default to: Kafka 3.x's Scala tool, as the 3.8 corpus shows it."""
 
 Decoder = Literal[
     "consumer_offsets",
@@ -49,9 +55,6 @@ Decoder = Literal[
     "control",
     "remote_log_metadata",
 ]
-Style = Literal["3", "4.0", "4"]
-"""Which Kafka's tool an oracle text is: "3" for Kafka 3.x (Scala DumpLogSegments), "4" for Kafka 4.x;
-"4.0" for 4.0 and 4.1, whose tool printed a few values as numbers that later 4.x print by name."""
 Status = Literal["ok", "tombstone", "unknown"]
 
 
@@ -90,7 +93,13 @@ class DecodedRecord:
     oracle4: OracleText | None = None
     """What Kafka 4.x's tool prints, where it differs from `oracle` (None: the same)."""
     oracle40: OracleText | None = None
-    """What Kafka 4.0's and 4.1's tool prints, where it differs from `oracle4` (None: the same)."""
+    """What Kafka 4.1's to 4.3's tool prints, where it differs from `oracle4` (None: the same)."""
+    older: tuple[tuple[KafkaRelease, KafkaRelease, OracleText], ...] = ()
+    """(low, high, text): what the tools of releases from `low` up to, not including, `high` print
+    instead: a record type, version or layout they read otherwise."""
+    value_type: MessageType | None = None
+    """The value's message and version, whose tagged fields added later an older tool does not print."""
+    value_version: int = -1
     layout: str | None = None
     """Set when the value decoded only with an early-access layout (the Kafka releases that wrote it)."""
     raw_key: bytes | None = None
@@ -104,31 +113,44 @@ class DecodedRecord:
     def known(self) -> bool:
         return self.status != "unknown"
 
-    def oracle_of(self, style: Style = "3") -> OracleText:
-        """The oracle parts for Kafka's 3.x, 4.0-4.1 or later 4.x tool."""
-        if style == "4.0" and self.oracle40 is not None:
-            return self.oracle40
-        if style != "3" and self.oracle4 is not None:
-            return self.oracle4
-        return self.oracle
+    def oracle_of(self, release: KafkaRelease = KAFKA3) -> OracleText:
+        """The oracle parts for the tool of Kafka `release` (`(major, minor)`)."""
+        for low, high, text in self.older:
+            if low <= release < high:
+                return text
+        if release < (4, 0) or (release < (4, 1) and self.decoder in ("transaction_log", "control")):
+            base = self.oracle  # 4.0's Java tool still printed 3.x's text for these two
+        elif release < (4, 4) and self.oracle40 is not None:
+            base = self.oracle40
+        else:
+            base = self.oracle4 if self.oracle4 is not None else self.oracle
+        msg = self.value_type
+        if msg is None or release >= NEWEST_RELEASE or base.payload is None or not has_newer_fields(msg):
+            return base
+        payload = payload_known_to(base.payload, msg, self.value_version, release)
+        return base if payload is base.payload else replace(base, payload=payload)
 
-    def oracle_key_payload(self, offset: int = -1, style: Style = "3") -> tuple[str | None, str | None]:
+    def oracle_key_payload(
+        self, offset: int = -1, release: KafkaRelease = KAFKA3
+    ) -> tuple[str | None, str | None]:
         """The `key:` and `payload:` texts Kafka's tool prints (None where it prints no such part)."""
-        o = self.oracle_of(style)
+        o = self.oracle_of(release)
         if o.aborts is not None:
-            raise CorruptFieldError(f"kafka-dump-log.sh ({style}.x) aborts on this record: {o.aborts}")
+            raise CorruptFieldError(f"kafka-dump-log.sh ({_name(release)}) aborts on this record: {o.aborts}")
         key = o.key_template.format(offset=offset) if o.key_template is not None else o.key
         payload = o.payload_template.format(offset=offset) if o.payload_template is not None else o.payload
         return key, payload
 
-    def oracle_suffix(self, offset: int = -1, style: Style = "3") -> str:
+    def oracle_suffix(self, offset: int = -1, release: KafkaRelease = KAFKA3) -> str:
         """The text after `headerKeys: [...]` on the record's line of a Kafka deep dump."""
-        o = self.oracle_of(style)
+        o = self.oracle_of(release)
         if o.control is not None:
             if o.aborts is not None:
-                raise CorruptFieldError(f"kafka-dump-log.sh ({style}.x) aborts on this record: {o.aborts}")
+                raise CorruptFieldError(
+                    f"kafka-dump-log.sh ({_name(release)}) aborts on this record: {o.aborts}"
+                )
             return o.control
-        key, payload = self.oracle_key_payload(offset, style)
+        key, payload = self.oracle_key_payload(offset, release)
         text = ""
         if key is not None:
             text += f" key: {key}"
@@ -159,6 +181,10 @@ class DecodedRecord:
         if self.key_trailing_bytes or self.value_trailing_bytes:
             out["trailingBytes"] = {"key": self.key_trailing_bytes, "value": self.value_trailing_bytes}
         return out
+
+
+def _name(release: KafkaRelease) -> str:
+    return "3.x" if release < (4, 0) else "4.x"
 
 
 def escape_template(text: str) -> str:

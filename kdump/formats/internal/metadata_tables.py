@@ -63,8 +63,9 @@ REGISTER_BROKER_RECORD: Final = message(
     fld("fenced", BOOL, default=True),
     fld("inControlledShutdown", BOOL, "1+", default=False),
     fld("logDirs", ArrayOf(UUID), "3+", tagged="3+", tag=0),
-    fld("cordonedLogDirs", ArrayOf(UUID), "4+", nullable="4+", tagged="4+", tag=1, default=None),
+    fld("cordonedLogDirs", ArrayOf(UUID), "4+", nullable="4+", tagged="4+", tag=1, default=None, since="4.3"),
     api_key=0,
+    since={4: "4.3"},
 )
 
 UNREGISTER_BROKER_RECORD: Final = message(
@@ -196,8 +197,9 @@ BROKER_REGISTRATION_CHANGE_RECORD: Final = message(
     fld("fenced", INT8, tagged="0+", tag=0),
     fld("inControlledShutdown", INT8, "1+", tagged="1+", tag=1),
     fld("logDirs", ArrayOf(UUID), "2+", tagged="2+", tag=2),
-    fld("cordonedLogDirs", ArrayOf(UUID), "3+", nullable="3+", tagged="3+", tag=3, default=None),
+    fld("cordonedLogDirs", ArrayOf(UUID), "3+", nullable="3+", tagged="3+", tag=3, default=None, since="4.3"),
     api_key=17,
+    since={3: "4.3"},
 )
 
 ACCESS_CONTROL_ENTRY_RECORD: Final = message(
@@ -263,10 +265,12 @@ REGISTER_CONTROLLER_RECORD: Final = message(
     api_key=27,
 )
 
-CLEAR_ELR_RECORD: Final = message("ClearElrRecord", "0", "0+", fld("topicName", STRING), api_key=28)
+CLEAR_ELR_RECORD: Final = message(
+    "ClearElrRecord", "0", "0+", fld("topicName", STRING), api_key=28, since={0: "4.0"}
+)
 
 UNREGISTER_CONTROLLER_RECORD: Final = message(
-    "UnregisterControllerRecord", "0", "0+", fld("controllerId", INT32), api_key=29
+    "UnregisterControllerRecord", "0", "0+", fld("controllerId", INT32), api_key=29, since={0: "4.4"}
 )
 
 _ALL_METADATA_MESSAGES: Final = (

@@ -95,7 +95,7 @@ OFFSET_COMMIT_VALUE: Final = message(
     fld("metadata", STRING),
     fld("commitTimestamp", INT64),
     fld("expireTimestamp", INT64, "1", default=-1),
-    fld("topicId", UUID, "4+", tagged="4+", tag=0),
+    fld("topicId", UUID, "4+", tagged="4+", tag=0, since="4.1"),
 )
 
 # ------------------------------------------------------------------------------------- classic groups (2)
@@ -139,7 +139,7 @@ CONSUMER_GROUP_METADATA_VALUE: Final = message(
     "0",
     "0+",
     fld("epoch", INT32),
-    fld("metadataHash", INT64, tagged="0+", tag=0, default=0),
+    fld("metadataHash", INT64, tagged="0+", tag=0, default=0, since="4.1"),
 )
 
 CONSUMER_GROUP_PARTITION_METADATA_KEY: Final = group_key("ConsumerGroupPartitionMetadataKey", "groupId")
@@ -201,7 +201,7 @@ def assignment_metadata_value(name: str) -> MessageType:
         "0",
         "0+",
         fld("assignmentEpoch", INT32),
-        fld("assignmentTimestamp", INT64, tagged="0+", tag=0, default=0),
+        fld("assignmentTimestamp", INT64, tagged="0+", tag=0, default=0, since="4.3"),
     )
 
 
@@ -215,7 +215,7 @@ def topic_partitions_array(name: str = "TopicPartition", *, epochs: bool = False
             fld("topicId", UUID),
             fld("partitions", ArrayOf(INT32)),
             # Kafka's JSON `"default": null` means no default: absent, the epochs are empty.
-            fld("assignmentEpochs", ArrayOf(INT32), nullable="0+", tagged="0+", tag=0),
+            fld("assignmentEpochs", ArrayOf(INT32), nullable="0+", tagged="0+", tag=0, since="4.3"),
             common=True,
         )
     )

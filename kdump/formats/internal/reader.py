@@ -85,9 +85,20 @@ class Reader:
         value: float = _F64.unpack_from(self.buf, self._need(8, what))[0]
         return value
 
+    def uuid_bytes(self, what: str = "uuid") -> bytes:
+        """A uuid's 16 bytes, short of which Java's two `getLong`s underflow (no message, unlike `take`)."""
+        pos = self._need(16, what)
+        return bytes(self.buf[pos : pos + 16])
+
     def take(self, size: int, what: str = "bytes") -> bytes:
         if size < 0:
             raise CorruptFieldError(f"{what}: negative size {size}")
+        left = self.end - self.pos
+        if size > left:
+            raise TruncatedError(
+                f"{what}: needs {size} byte(s) at position {self.pos}, only {max(left, 0)} left",
+                java=f"Error reading byte array of {size} byte(s): only {max(left, 0)} byte(s) available",
+            )
         pos = self._need(size, what)
         return bytes(self.buf[pos : pos + size])
 

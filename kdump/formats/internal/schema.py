@@ -55,52 +55,19 @@ from kdump.formats.internal.reader import Buffer as Buffer
 from kdump.formats.internal.reader import Reader as Reader
 from kdump.formats.internal.reader import to_int32 as to_int32
 from kdump.formats.internal.reader import uuid_to_str as uuid_to_str
+from kdump.formats.internal.releases import KafkaRelease, parse_release
+from kdump.formats.internal.versions import ALL_VERSIONS as ALL_VERSIONS
+from kdump.formats.internal.versions import MAX_VERSION as MAX_VERSION
+from kdump.formats.internal.versions import NO_VERSIONS as NO_VERSIONS
+from kdump.formats.internal.versions import Versions as Versions
 
 View = Literal["json", "full"]
 
-MAX_VERSION: Final = 0x7FFF
 MAX_STRING_LENGTH: Final = 0x7FFF
 
 
 class UnsupportedVersionError(DecodeError):
     """A message version outside the range the field table knows."""
-
-
-@dataclass(frozen=True, slots=True)
-class Versions:
-    """An inclusive range of message versions; `lo > hi` is the empty range."""
-
-    lo: int
-    hi: int
-
-    @classmethod
-    def parse(cls, spec: str) -> Versions:
-        """Parse Kafka's version-range notation: `none`, `3`, `1-2`, `4+`."""
-        spec = spec.strip()
-        if spec == "none":
-            return NO_VERSIONS
-        if spec.endswith("+"):
-            return cls(int(spec[:-1]), MAX_VERSION)
-        lo, sep, hi = spec.partition("-")
-        return cls(int(lo), int(hi) if sep else int(lo))
-
-    @property
-    def empty(self) -> bool:
-        return self.lo > self.hi
-
-    def __contains__(self, version: object) -> bool:
-        return isinstance(version, int) and self.lo <= version <= self.hi
-
-    def __str__(self) -> str:
-        if self.empty:
-            return "none"
-        if self.hi == MAX_VERSION:
-            return f"{self.lo}+"
-        return str(self.lo) if self.lo == self.hi else f"{self.lo}-{self.hi}"
-
-
-NO_VERSIONS: Final = Versions(1, 0)
-ALL_VERSIONS: Final = Versions(0, MAX_VERSION)
 
 
 class Prim(Enum):
@@ -158,6 +125,7 @@ class Field:
     tagged: Versions = NO_VERSIONS
     tag: int | None = None
     default: Any = TYPE_DEFAULT
+    since: KafkaRelease | None = None  # the release that added this tagged field (None: 3.8 or earlier)
 
     def __post_init__(self) -> None:
         if not self.tagged.empty and self.tag is None:
@@ -196,6 +164,9 @@ class MessageType:
     flexible: Versions
     struct: StructType
     api_key: int | None = None
+    since: tuple[tuple[int, KafkaRelease], ...] = ()
+    """(version, the Kafka release that added it) for versions added after 3.8; for a metadata record
+    added after 3.8, version 0's entry is the release that added the record type."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,10 +210,19 @@ def fld(
     tagged: str = "none",
     tag: int | None = None,
     default: Any = TYPE_DEFAULT,
+    since: str | None = None,
 ) -> Field:
-    """Declare a field with Kafka's version-range strings (`"0+"`, `"1-3"`, `"none"`)."""
+    """Declare a field with Kafka's version-range strings (`"0+"`, `"1-3"`, `"none"`); `since` is the Kafka
+    release (`"4.3"`) that added a tagged field."""
     return Field(
-        name, type_, Versions.parse(vers), Versions.parse(nullable), Versions.parse(tagged), tag, default
+        name,
+        type_,
+        Versions.parse(vers),
+        Versions.parse(nullable),
+        Versions.parse(tagged),
+        tag,
+        default,
+        None if since is None else parse_release(since),
     )
 
 
@@ -251,8 +231,15 @@ def struct_of(name: str, *fields: Field, vers: str = "0+", common: bool = False)
     return StructType(name, tuple(fields), Versions.parse(vers), common)
 
 
-def message(name: str, valid: str, flexible: str, *fields: Field, api_key: int | None = None) -> MessageType:
-    """Declare a top-level message."""
+def message(
+    name: str,
+    valid: str,
+    flexible: str,
+    *fields: Field,
+    api_key: int | None = None,
+    since: dict[int, str] | None = None,
+) -> MessageType:
+    """Declare a top-level message; `since` maps a version added after Kafka 3.8 to its release."""
     valid_versions = Versions.parse(valid)
     return MessageType(
         name,
@@ -260,6 +247,7 @@ def message(name: str, valid: str, flexible: str, *fields: Field, api_key: int |
         Versions.parse(flexible),
         StructType(name, tuple(fields), valid_versions, common=True),
         api_key,
+        tuple((v, parse_release(r)) for v, r in sorted((since or {}).items())),
     )
 
 
@@ -363,11 +351,12 @@ class _Decoder:
             if count < 0:
                 if nullable:
                     return None
-                raise CorruptFieldError(f"non-nullable field {f.name} was serialized as null ({what})")
+                raise _not_nullable(f.name, what)
             if count > self.reader.remaining:
+                left = self.reader.remaining
                 raise TruncatedError(
-                    f"{what}: tried to allocate a collection of size {count}, "
-                    f"but there are only {self.reader.remaining} bytes remaining"
+                    f"{what}: tried to allocate a collection of size {count}, but there are only {left} bytes remaining",
+                    java=f"Tried to allocate a collection of size {count}, but there are only {left} bytes remaining.",
                 )
             element = t.element
             if isinstance(element, StructType):
@@ -391,7 +380,7 @@ class _Decoder:
             if size < 0:
                 if nullable:
                     return None
-                raise CorruptFieldError(f"non-nullable field {name} was serialized as null ({what})")
+                raise _not_nullable(name, what)
             if is_string:
                 if size > MAX_STRING_LENGTH:
                     raise CorruptFieldError(f"string field {name} had invalid length {size} ({what})")
@@ -403,7 +392,7 @@ class _Decoder:
         if t is Prim.BOOL:
             return r.int8(what) != 0
         if t is Prim.UUID:
-            return uuid_to_str(r.take(16, what))
+            return uuid_to_str(r.uuid_bytes(what))
         if t is Prim.FLOAT64:
             return float_to_json(r.float64(what))
         raise AssertionError(f"unhandled type {t}")  # pragma: no cover
@@ -434,6 +423,11 @@ def decode_message(
     decoder = _Decoder(msg, reader, version, lenient=lenient, view=view)
     data = decoder.read_struct(msg.struct, path)
     return DecodedMessage(data, reader.pos, tuple(decoder.unknown))
+
+
+def _not_nullable(name: str, what: str) -> CorruptFieldError:
+    text = f"non-nullable field {name} was serialized as null"
+    return CorruptFieldError(f"{text} ({what})", java=text)
 
 
 # ------------------------------------------------------------------------------------------------ defaults

@@ -28,7 +28,12 @@ from __future__ import annotations
 from typing import Any, Final
 
 from kdump.errors import CorruptFieldError, DecodeError
-from kdump.formats.internal.consumer_offsets import decode_part, decode_value_layouts, read_version
+from kdump.formats.internal.consumer_offsets import (
+    decode_part,
+    decode_value_layouts,
+    early_access_reads,
+    read_version,
+)
 from kdump.formats.internal.decoded import DecodedRecord, OracleText, escape_template
 from kdump.formats.internal.schema import (
     INT8,
@@ -75,7 +80,7 @@ def _state_batches(vers: str = "0+") -> Any:
     )
 
 
-_DELIVERY_COMPLETE_COUNT = fld("deliveryCompleteCount", INT32, tagged="0+", tag=0, default=-1)
+_DELIVERY_COMPLETE_COUNT = fld("deliveryCompleteCount", INT32, tagged="0+", tag=0, default=-1, since="4.2")
 
 SHARE_SNAPSHOT_KEY: Final = _key("ShareSnapshotKey")
 
@@ -214,6 +219,9 @@ def decode_share_group_state_record(key: Buffer | None, value: Buffer | None) ->
         status="ok",
         value=value_dict,
         oracle=oracle,
+        older=early_access_reads(key_text, value_bytes, version, early),
+        value_type=value_msg if current is decoded_value else None,
+        value_version=version,
         layout=layout,
         value_unknown_tagged_fields=decoded_value.unknown_tagged_fields,
         value_trailing_bytes=len(value_bytes) - decoded_value.end,

@@ -152,10 +152,10 @@ STREAMS_GROUP_METADATA_VALUE: Final = message(
     "0+",
     fld("epoch", INT32),
     fld("metadataHash", INT64),
-    fld("validatedTopologyEpoch", INT32, tagged="0+", tag=0, default=-1),
-    fld("lastAssignmentConfigs", ArrayOf(_KEY_VALUE), nullable="0+", tagged="0+", tag=1),
-    fld("storedDescriptionTopologyEpoch", INT32, tagged="0+", tag=2, default=-1),
-    fld("failedDescriptionTopologyEpoch", INT32, tagged="0+", tag=3, default=-1),
+    fld("validatedTopologyEpoch", INT32, tagged="0+", tag=0, default=-1, since="4.2"),
+    fld("lastAssignmentConfigs", ArrayOf(_KEY_VALUE), nullable="0+", tagged="0+", tag=1, since="4.2"),
+    fld("storedDescriptionTopologyEpoch", INT32, tagged="0+", tag=2, default=-1, since="4.4"),
+    fld("failedDescriptionTopologyEpoch", INT32, tagged="0+", tag=3, default=-1, since="4.4"),
 )
 
 STREAMS_GROUP_MEMBER_METADATA_KEY: Final = group_key("StreamsGroupMemberMetadataKey", "groupId", "memberId")
@@ -199,7 +199,7 @@ STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY: Final = group_key(
 def _task_ids(*, epochs: bool) -> ArrayOf:
     fields = [fld("subtopologyId", STRING), fld("partitions", ArrayOf(INT32))]
     if epochs:
-        fields.append(fld("assignmentEpochs", ArrayOf(INT32), nullable="0+", tagged="0+", tag=0))
+        fields.append(fld("assignmentEpochs", ArrayOf(INT32), nullable="0+", tagged="0+", tag=0, since="4.2"))
     return ArrayOf(struct_of("TaskIds", *fields, common=True))
 
 

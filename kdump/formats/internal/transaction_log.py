@@ -73,10 +73,10 @@ TRANSACTION_LOG_VALUE: Final = message(
     "0-1",
     "1+",
     fld("producerId", INT64),
-    fld("previousProducerId", INT64, "1+", tagged="1+", tag=0, default=-1),
-    fld("nextProducerId", INT64, "1+", tagged="1+", tag=1, default=-1),
+    fld("previousProducerId", INT64, "1+", tagged="1+", tag=0, default=-1, since="4.0"),
+    fld("nextProducerId", INT64, "1+", tagged="1+", tag=1, default=-1, since="4.0"),
     fld("producerEpoch", INT16),
-    fld("nextProducerEpoch", INT16, "1+", tagged="1+", tag=3, default=-1),
+    fld("nextProducerEpoch", INT16, "1+", tagged="1+", tag=3, default=-1, since="4.1"),
     fld("transactionTimeoutMs", INT32),
     fld("transactionStatus", INT8),
     fld(
@@ -86,7 +86,7 @@ TRANSACTION_LOG_VALUE: Final = message(
     ),
     fld("transactionLastUpdateTimestampMs", INT64),
     fld("transactionStartTimestampMs", INT64),
-    fld("clientTransactionVersion", INT16, "1+", tagged="1+", tag=2, default=0),
+    fld("clientTransactionVersion", INT16, "1+", tagged="1+", tag=2, default=0, since="4.0"),
 )
 """Transactions v2 (KIP-890, Kafka 4.0+) add the tagged producer ids, next epoch and client version."""
 
@@ -268,7 +268,7 @@ def decode_transaction_log_record(key: Buffer | None, value: Buffer | None) -> D
     kafka4_data = dict(decoded.data)
     kafka4_data["transactionStatus"] = state if state is not None else str(status)
     oracle4 = OracleText(key=key_json, payload=kafka_json({"version": str(version), "data": kafka4_data}))
-    # Kafka 4.0's and 4.1's tool printed the status as its number (4.1.1 seen; 4.4.0 prints the name).
+    # Kafka 4.1's to 4.3's tool printed the status as its number (4.4 prints the name; 4.0 the 3.x text).
     oracle40 = OracleText(key=key_json, payload=kafka_json({"version": str(version), "data": decoded.data}))
     value_dict: dict[str, Any] = {"version": str(version), "data": decoded.data, "state": state}
     try:
@@ -289,6 +289,8 @@ def decode_transaction_log_record(key: Buffer | None, value: Buffer | None) -> D
         oracle=oracle,
         oracle4=oracle4,
         oracle40=oracle40,
+        value_type=TRANSACTION_LOG_VALUE,
+        value_version=version,
         value_unknown_tagged_fields=decoded.unknown_tagged_fields,
         value_trailing_bytes=len(value_bytes) - decoded.end,
         **common,

@@ -96,6 +96,23 @@ CASES = [
 ]
 
 
+ADDED_IN_4X = {"topicId", "metadataHash", "assignmentTimestamp"}
+"""Top-level tagged fields of the classic and consumer groups' values that Kafka 4.1 and 4.3 added (no
+value of these types has a top-level topicId but OffsetCommitValue's); 4.3 also tagged each assignment's
+partitions with `assignmentEpochs`."""
+
+
+def _kafka3_view(value: dict[str, Any]) -> dict[str, Any]:
+    data = {k: v for k, v in value["data"].items() if k not in ADDED_IN_4X}
+    for k, v in data.items():
+        if isinstance(v, list):
+            data[k] = [
+                {n: w for n, w in e.items() if n != "assignmentEpochs"} if isinstance(e, dict) else e
+                for e in v
+            ]
+    return {**value, "data": data}
+
+
 @pytest.mark.parametrize(("record_type", "version"), CASES)
 @given(data=st.data())
 def test_round_trip_every_type_and_version(record_type: int, version: int, data: st.DataObject) -> None:
@@ -114,8 +131,11 @@ def test_round_trip_every_type_and_version(record_type: int, version: int, data:
     assert decoded.layout is None
     both = f" key: {kafka_json(decoded.key)} payload: {kafka_json(decoded.value)}"
     unknown = f" key: Unknown record type {record_type} at offset 7, skipping."
-    assert decoded.oracle_suffix(7, "3") == (both if record_type in KAFKA3_TYPES else unknown)
-    assert decoded.oracle_suffix(7, "4") == (unknown if record_type in KAFKA4_REMOVED_TYPES else both)
+    # Kafka 3.x's tool knows none of the tagged fields 4.1 and 4.3 added: it prints none of them.
+    assert decoded.value is not None
+    kafka3 = f" key: {kafka_json(decoded.key)} payload: {kafka_json(_kafka3_view(decoded.value))}"
+    assert decoded.oracle_suffix(7, (3, 8)) == (kafka3 if record_type in KAFKA3_TYPES else unknown)
+    assert decoded.oracle_suffix(7, (4, 4)) == (unknown if record_type in KAFKA4_REMOVED_TYPES else both)
     json.dumps(decoded.to_dict())
 
 

@@ -9,7 +9,7 @@ jars of a fetched release at test time (nothing of Kafka is committed) and:
   decides decoding and printing: valid and flexible versions, each field's JSON name, type, versions,
   nullable versions, tagged versions and tag, default, nested structs (and whether they are common
   structs); the record type (apiKey) of every coordinator and metadata message;
-* for older releases (3.9.1, and whatever 4.x release is already in the cache): every message, including
+* for older releases (3.8.1 to 4.3.1, fetched like the newest): every message, including
   ones removed since, decodes with kdump's tables as that release reads it: at each of its versions the
   same fields in the same order with the same types and nullability, and its tags a subset of ours (tags
   added later are compatible); a message whose layout changed at the same version (share groups' early
@@ -66,7 +66,7 @@ NOT_INTERNAL_RECORDS = {
     "QuorumStateData": "the quorum-state file, JSON on disk",
 }
 NEWEST = "4.4.0"
-OLDER = ("3.9.1", "4.0.1", "4.1.1", "4.2.0", "4.3.1")
+OLDER = ("3.8.1", "3.9.1", "4.0.0", "4.1.1", "4.2.0", "4.3.1")
 
 
 # ----------------------------------------------------------------------------------------- kdump's tables
@@ -129,15 +129,9 @@ def _coordinator_types() -> dict[str, dict[int, tuple[str, str]]]:
 
 def _release_schemas(version: str) -> dict[str, tuple[str, dict[str, Any]]]:
     """Message name -> (jar, parsed JSON) of every message schema in the release's jars."""
-    from brokers.releases import ReleaseUnavailable, cache_root, fetch
+    from brokers.fixtures import require_release
 
-    try:
-        release = fetch(version) if version in (NEWEST, "3.9.1") else None
-    except ReleaseUnavailable as exc:
-        pytest.skip(f"Kafka {version}'s jars are not available: {exc}")
-    lib = release.lib if release is not None else cache_root() / version / "lib"
-    if not (lib.parent / "complete").exists():
-        pytest.skip(f"Kafka {version} is not in the cache (tests/brokers/releases.py {version} fetches it)")
+    lib = require_release(version).lib
     schemas: dict[str, tuple[str, dict[str, Any]]] = {}
     for jar_name in JARS:
         for jar in sorted(lib.glob(f"{jar_name}-{version}.jar")):
