@@ -73,3 +73,30 @@ def test_kdump_prints_what_each_releases_tool_prints(
     diff = list(difflib.unified_diff(theirs, mine, f"kafka-dump-log {version}", "kdump", n=0, lineterm=""))
     assert not diff, "\n".join(line[:400] for line in diff[:20])
     assert sum(line.startswith("| offset:") for line in theirs) >= 8  # not a vacuous comparison
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", RELEASES)
+def test_kdump_prints_each_releases_deep_dump_and_summaries(
+    version: str, tmp_path_factory: pytest.TempPathFactory, kdump: Callable[..., Result]
+) -> None:
+    """The plain deep dump of every other partition (every codec, transactions, a cleaned compacted
+    topic whose gaps make 4.3's and 4.4's `Non-consecutive offsets` summary)."""
+    release = require_release(version)
+    root = kafka4_root(tmp_path_factory.getbasetemp())
+    files = [
+        p
+        for writer in WRITERS
+        for p in sorted((root / writer).glob("*/*.log"))
+        if not p.parent.name.startswith("__")
+    ]
+    args = ["--files", ",".join(map(str, files)), "--deep-iteration", "--print-data-log"]
+    kafka = run_class(release, dump_log_class(release), *args, heap="1g", timeout=600)
+    ours = kdump("dump", *args, "--kafka-version", version)
+    assert kafka.returncode == 0, kafka.stderr[-2000:]
+    assert ours.exit_code == 0, ours.output[-2000:]
+    assert ours.stdout == kafka.stdout
+    assert ours.stderr == kafka.stderr
+    # The cleaned segments' only gaps are before their first records: 3.x starts looking at the first
+    # record, 4.0 to 4.2 print no summary at all.
+    assert ("Non-consecutive offsets in" in kafka.stderr) == (_release(version) >= (4, 3))
