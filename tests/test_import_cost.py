@@ -6,6 +6,7 @@ Each import runs in a fresh interpreter, since this test process may already hol
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -64,16 +65,18 @@ NOT_FOR_SHALLOW_VERIFY = (
 )
 
 
-def _loaded_by_verify(path: Path, *args: str) -> list[str]:
-    code = (
-        "import json, sys\n"
+def _loaded_by_verify(path: Path, *args: str, probe: tuple[str, ...] = NOT_FOR_SHALLOW_VERIFY) -> list[str]:
+    code = (  # json is imported only after the look, so that it can be probed for too
+        "import sys\n"
         f"sys.argv = ['kdump', 'verify', *{list(args)!r}, {str(path)!r}]\n"
         "from kdump.cli import main\n"
         "try:\n"
         "    main()\n"
         "except SystemExit:\n"
         "    pass\n"
-        f"print(json.dumps(sorted(m for m in {NOT_FOR_SHALLOW_VERIFY!r} if m in sys.modules)))\n"
+        f"loaded = sorted(m for m in {probe!r} if m in sys.modules)\n"
+        "import json\n"
+        "print(json.dumps(loaded))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
@@ -84,6 +87,48 @@ def _loaded_by_verify(path: Path, *args: str) -> list[str]:
 
 def test_shallow_verify_of_a_clean_partition_loads_only_what_it_uses() -> None:
     assert _loaded_by_verify(SAMPLES / "logdir" / "c-lz4-0") == []
+
+
+# Loaded only where a partition has files that need them: a checkpoint, a producer snapshot, a remote
+# index cache (and json, which the checkpoints' decoders use, or a JSON report).
+NOT_FOR_SEGMENTS_ALONE = (
+    "json",
+    "shlex",
+    "base64",
+    "kdump.formats.checkpoints",
+    "kdump.formats.producer_snapshot",
+    "kdump.model.remote_index_cache",
+    "kdump.ops.remote_cache_check",
+)
+
+
+def _segments_only(tmp_path: Path) -> Path:
+    """A copy of a sample partition holding its segment files and nothing else (no state files)."""
+    part = tmp_path / "c-lz4-0"
+    part.mkdir()
+    for f in (SAMPLES / "logdir" / "c-lz4-0").iterdir():
+        if f.suffix in (".log", ".index", ".timeindex"):
+            shutil.copy(f, part / f.name)
+    return part
+
+
+def test_shallow_verify_of_segments_alone_loads_no_state_file_decoder(tmp_path: Path) -> None:
+    assert _loaded_by_verify(_segments_only(tmp_path), probe=NOT_FOR_SEGMENTS_ALONE) == []
+
+
+def test_the_verify_probe_sees_what_state_files_load() -> None:
+    # The probe itself works: the sample partition, with its checkpoint, snapshot and partition.metadata,
+    # loads their decoders; and a JSON report loads json.
+    part = SAMPLES / "logdir" / "c-lz4-0"
+    assert {"kdump.formats.checkpoints", "kdump.formats.producer_snapshot"} <= set(
+        _loaded_by_verify(part, probe=NOT_FOR_SEGMENTS_ALONE)
+    )
+
+
+def test_a_json_report_loads_json(tmp_path: Path) -> None:
+    assert _loaded_by_verify(_segments_only(tmp_path), "--format", "json", probe=NOT_FOR_SEGMENTS_ALONE) == [
+        "json"
+    ]
 
 
 def test_the_verify_probe_sees_what_a_finding_loads() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -234,6 +233,8 @@ class _Printer:
         from kdump.render import report as render
 
         if self.fmt == "json":
+            import json
+
             for row in [*render.finding_rows(r), render.report_summary_row(r)]:
                 sys.stdout.write(json.dumps(row, separators=(",", ":")) + "\n")
         elif self.console is not None:
@@ -261,6 +262,8 @@ def _print_reports(
         console = printer.console
     total = render.overall_row(reports, code)
     if fmt == "json":
+        import json
+
         sys.stdout.write(json.dumps(total, separators=(",", ":")) + "\n")
     elif console is not None:
         from kdump.render.rich_tty import verify_table

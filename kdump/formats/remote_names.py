@@ -18,13 +18,10 @@ transactions, `.txnindex`.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
-REMOTE_LOG_INDEX_CACHE: Final = "remote-log-index-cache"
 LOCAL_TIERED_STORAGE_ROOT: Final = "kafka-tiered-storage"
 
 CacheKind = Literal["index", "timeindex", "txnindex"]
@@ -62,6 +59,9 @@ def kafka_uuid_valid(text: str) -> bool:
     body = text.rstrip("=")
     if len(text) > 24 or not _UUID_CHARS.fullmatch(body) or len(body) % 4 == 1:
         return False
+    import base64  # only once a name has the shape of a remote file's
+    import binascii
+
     try:
         return len(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))) == 16
     except (binascii.Error, ValueError):

@@ -19,6 +19,7 @@ from kdump.formats.filenames import (
     LOG_DIR_FILES,
     META_PROPERTIES,
     PARTITION_DIR_FILES,
+    REMOTE_LOG_INDEX_CACHE,
     TMP_SUFFIX,
     parse_partition_dir_name,
     parse_segment_file_name,
@@ -37,7 +38,6 @@ from kdump.model.entries import (
     unknown_finding,
 )
 from kdump.model.partition import PartitionDir
-from kdump.model.remote_index_cache import is_remote_index_cache
 from kdump.model.segment import Segment, base_offset_from_content
 from kdump.store.locations import is_stored
 from kdump.store.queries import as_path, can_list
@@ -69,7 +69,7 @@ class LogDir:
         for name in names:
             p = path / name
             pr = probe(p)
-            if pr.type == FileType.DIR and is_remote_index_cache(p):
+            if pr.type == FileType.DIR and name == REMOTE_LOG_INDEX_CACHE:
                 log_dir.remote_index_cache = p
                 continue
             if pr.type == FileType.DIR:
@@ -264,7 +264,7 @@ def discover(given: str, *, unknown: Severity = Severity.ERROR) -> Target:
         return Target(given, path, "file", None, tuple(problems), note=f"a {pr.type.value}")
     if not can_list(path) or isinstance(list_dir(path), str):
         raise PathError(f"{given}: permission denied")
-    if is_remote_index_cache(path):
+    if path.name == REMOTE_LOG_INDEX_CACHE:  # the broker's fixed name
         # Given on its own: checked as the log dir above it would check it, without its partitions.
         return Target(given, path, "log-dir", path.parent, remote_index_cache=path)
     return _dir_target(given, path, unknown, 0)

@@ -20,9 +20,8 @@ from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.continuity import check_offset_holes, check_overlaps, salvage_first
 from kdump.ops.epoch_checks import check_leader_epochs
-from kdump.ops.remote_cache_check import remote_index_cache_report
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
-from kdump.ops.state_checks import TEXT_DECODERS, check_snapshot, check_text_state
+from kdump.ops.state_checks import TEXT_KINDS, check_snapshot, check_text_state
 from kdump.ops.tiered import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
 from kdump.scan.index_checks import check_txn_index
 from kdump.store.queries import listing_findings, partition_listing_findings
@@ -213,6 +212,8 @@ def _rollup(
         report.findings.extend(_check_log_dir_files(target))
     cache_alone = target.remote_index_cache == target.path  # given on its own: no partition to miss
     if target.remote_index_cache is not None:
+        from kdump.ops.remote_cache_check import remote_index_cache_report
+
         found, taken_as = remote_index_cache_report(target.remote_index_cache)
         report.findings.extend(found)
         report.taken_as = taken_as if cache_alone else report.taken_as
@@ -272,7 +273,7 @@ def _check_log_dir_files(target: Target) -> list[Finding]:
     out: list[Finding] = []
     for p in target.log_dir_files:
         kind = file_kind(p)
-        if kind in TEXT_DECODERS:
+        if kind in TEXT_KINDS:
             out.extend(check_text_state(p, kind))
     return out
 
@@ -354,7 +355,7 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
     kind = file_kind(target.path)
     if kind == "snapshot":
         report.findings.extend(check_snapshot(target.path))
-    elif kind in TEXT_DECODERS:
+    elif kind in TEXT_KINDS:
         report.findings.extend(check_text_state(target.path, kind))
     elif kind not in BROKER_LEFTOVER_KINDS:  # the broker starts with those beside it: legal
         report.findings.append(
