@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from kdump.formats.fast_walk import compiled as compiled_walk
+
 HEAVY = ("pyspark", "py4j", "pyarrow", "rich", "lz4", "snappy", "zstandard")
 
 
@@ -89,8 +91,19 @@ def test_shallow_verify_of_a_clean_partition_loads_only_what_it_uses() -> None:
     assert _loaded_by_verify(SAMPLES / "logdir" / "c-lz4-0") == []
 
 
+COMPILED_INDEX_CHECK_SPARES = (
+    ()
+    if compiled_walk is None
+    else (
+        "kdump.formats.offset_index",
+        "kdump.formats.time_index",
+        "kdump.formats.txn_index",
+        "kdump.scan.index_checks",
+    )
+)
 # Loaded only where a partition has files that need them: a checkpoint, a producer snapshot, a remote
-# index cache (and json, which the checkpoints' decoders use, or a JSON report).
+# index cache (and json, which the checkpoints' decoders use, or a JSON report), a .txnindex or an
+# abort marker, an index the compiled check is not sure of, a stored file (a URL, a tarball).
 NOT_FOR_SEGMENTS_ALONE = (
     "json",
     "shlex",
@@ -99,6 +112,10 @@ NOT_FOR_SEGMENTS_ALONE = (
     "kdump.formats.producer_snapshot",
     "kdump.model.remote_index_cache",
     "kdump.ops.remote_cache_check",
+    "kdump.store.buffers",
+    "kdump.store.readers",
+    # The reference path checks every index in Python, with the index decoders and checks.
+    *COMPILED_INDEX_CHECK_SPARES,
 )
 
 
@@ -123,6 +140,14 @@ def test_the_verify_probe_sees_what_state_files_load() -> None:
     assert {"kdump.formats.checkpoints", "kdump.formats.producer_snapshot"} <= set(
         _loaded_by_verify(part, probe=NOT_FOR_SEGMENTS_ALONE)
     )
+
+
+def test_the_verify_probe_sees_what_an_index_in_doubt_loads(tmp_path: Path) -> None:
+    # The probe itself works: an offset index with a torn slot is checked (and reported) in Python.
+    part = _segments_only(tmp_path)
+    index = next(part.glob("*.index"))
+    index.write_bytes(index.read_bytes() + b"\x00\x00\x00")
+    assert _loaded_by_verify(part, probe=("kdump.scan.index_checks",)) == ["kdump.scan.index_checks"]
 
 
 def test_a_json_report_loads_json(tmp_path: Path) -> None:
