@@ -55,11 +55,12 @@ def test_the_check_sees_a_heavy_import() -> None:
 
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-# Loaded only where a shallow verify needs them: a metadata log, remote metadata, a finding to render,
-# a deep check's thread pool.
+# Loaded only where a shallow verify needs them: a metadata log, remote metadata, a remote store given,
+# a finding to render, a deep check's thread pool.
 NOT_FOR_SHALLOW_VERIFY = (
     "concurrent.futures",
     "kdump.formats.internal",
+    "kdump.model.remote_store",
     "kdump.ops.remote_metadata",
     "kdump.ops.remote_verify",
     "kdump.render.rows",

@@ -160,7 +160,7 @@ def verify_command(
 
 def split_remote_stores(paths: tuple[str, ...]) -> tuple[list[Path], tuple[str, ...]]:
     """The paths in LocalTieredStorage's layout (remote stores), and the others."""
-    from kdump.model.remote_store import looks_like_remote_store
+    from kdump.model.log_dir import looks_like_remote_store
     from kdump.store.queries import as_path, exists
 
     stores: list[Path] = []

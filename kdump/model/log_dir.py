@@ -165,6 +165,26 @@ def looks_like_log_dir(path: Path) -> bool:
     return any((path / n).is_dir() and looks_like_partition_dir(path / n) for n in names)
 
 
+def looks_like_remote_store(path: Path) -> bool:
+    """A directory in `LocalTieredStorage`'s layout: it holds `kafka-tiered-storage/`, is it, or is one
+    of its partition directories. (Here, not with the remote store's reader, so that telling a path
+    given apart does not load it.)"""
+    from kdump.formats.remote_names import (
+        LOCAL_TIERED_STORAGE_ROOT,
+        parse_remote_file_name,
+        parse_remote_partition_dir,
+    )
+
+    if path.name == LOCAL_TIERED_STORAGE_ROOT:
+        return True
+    if probe(path / LOCAL_TIERED_STORAGE_ROOT).type == FileType.DIR:
+        return True
+    if parse_remote_partition_dir(path.name) is None:
+        return False
+    names = list_dir(path)
+    return not isinstance(names, str) and any(parse_remote_file_name(n) is not None for n in names)
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """One thing a command works on, as the user gave it, and what kdump took it to be.
