@@ -10,7 +10,6 @@ them in step).
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from pathlib import Path
@@ -767,6 +766,8 @@ class Finding:
             # Repairs work on local files only: name the copy to repair, keeping the URL whole.
             where = f"a local copy of {self.file.rsplit('/', 1)[0]}"
         else:
+            import shlex
+
             where = shlex.quote(str(Path(self.file).parent))
         command = template.replace("PARTITION", where)
         if self.details.get("salvage_first"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import os
 import sys
@@ -181,6 +182,9 @@ def _either(names: list[str]) -> str:
 def main() -> None:
     """Entry point: run the CLI, mapping kdump's errors to exit codes and hiding tracebacks."""
     code: int | str | None = 0
+    # What the interpreter, click and this module made so far lives as long as the process: the
+    # collector need not walk it again at every full pass while the command's modules load.
+    gc.freeze()
     if sys.stdout is None:
         # Started with stdout closed (`kdump verify DIR >&-`): the output goes nowhere, as asked,
         # and the exit status still says what was found.
@@ -224,6 +228,11 @@ def main() -> None:
         sys.exit(ExitCode.UNREADABLE)
     except Exception as exc:  # a bug: say so briefly; the traceback only on request
         _internal_error(exc)
+    # The process ends here. The collector's passes at exit would walk every object the imports made
+    # (about 8 ms after a verify, half the time of its walk over a 135 MB segment) and find nothing the
+    # operating system does not take back anyway; frozen, they are left to the interpreter's teardown.
+    # Files and the atexit handlers are closed and run as before.
+    gc.freeze()
     sys.exit(code)
 
 

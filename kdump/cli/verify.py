@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -161,7 +160,7 @@ def verify_command(
 
 def split_remote_stores(paths: tuple[str, ...]) -> tuple[list[Path], tuple[str, ...]]:
     """The paths in LocalTieredStorage's layout (remote stores), and the others."""
-    from kdump.model.remote_store import looks_like_remote_store
+    from kdump.model.log_dir import looks_like_remote_store
     from kdump.store.queries import as_path, exists
 
     stores: list[Path] = []
@@ -234,6 +233,8 @@ class _Printer:
         from kdump.render import report as render
 
         if self.fmt == "json":
+            import json
+
             for row in [*render.finding_rows(r), render.report_summary_row(r)]:
                 sys.stdout.write(json.dumps(row, separators=(",", ":")) + "\n")
         elif self.console is not None:
@@ -261,6 +262,8 @@ def _print_reports(
         console = printer.console
     total = render.overall_row(reports, code)
     if fmt == "json":
+        import json
+
         sys.stdout.write(json.dumps(total, separators=(",", ":")) + "\n")
     elif console is not None:
         from kdump.render.rich_tty import verify_table

@@ -46,6 +46,7 @@ __all__ = [
     "PARTITION_METADATA",
     "QUORUM_STATE",
     "RECOVERY_POINT_OFFSET_CHECKPOINT",
+    "REMOTE_LOG_INDEX_CACHE",
     "REPLICATION_OFFSET_CHECKPOINT",
     "TMP_SUFFIX",
     "DirStatus",
@@ -68,6 +69,8 @@ CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 LOCK_FILE = ".lock"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
+# The broker's cache of remote segments' indexes (`RemoteIndexCache`), a directory in the log dir.
+REMOTE_LOG_INDEX_CACHE = "remote-log-index-cache"
 OFFSET_CHECKPOINT_FILES = frozenset(
     {
         RECOVERY_POINT_OFFSET_CHECKPOINT,

@@ -18,13 +18,9 @@ transactions, `.txnindex`.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
-from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
-REMOTE_LOG_INDEX_CACHE: Final = "remote-log-index-cache"
 LOCAL_TIERED_STORAGE_ROOT: Final = "kafka-tiered-storage"
 
 CacheKind = Literal["index", "timeindex", "txnindex"]
@@ -62,6 +58,9 @@ def kafka_uuid_valid(text: str) -> bool:
     body = text.rstrip("=")
     if len(text) > 24 or not _UUID_CHARS.fullmatch(body) or len(body) % 4 == 1:
         return False
+    import base64  # only once a name has the shape of a remote file's
+    import binascii
+
     try:
         return len(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))) == 16
     except (binascii.Error, ValueError):
@@ -76,8 +75,7 @@ def java_long(text: str) -> int | None:
     return value if -(2**63) <= value < 2**63 else None
 
 
-@dataclass(frozen=True, slots=True)
-class CacheFileName:
+class CacheFileName(NamedTuple):
     """A remote index cache file name: start offset, segment id, kind and leftover suffix ("", "deleted", "tmp")."""
 
     start_offset: int
@@ -118,8 +116,7 @@ def broker_parses_cache_name(name: str) -> bool:
     return kafka_uuid_valid(name[name.find("_") + 1 : dot]) if name.find("_") < dot else False
 
 
-@dataclass(frozen=True, slots=True)
-class RemoteFileName:
+class RemoteFileName(NamedTuple):
     """A file of a remote segment in the `LocalTieredStorage` layout."""
 
     start_offset: int
@@ -143,8 +140,7 @@ def remote_file_name(start_offset: int, segment_id: str, kind: RemoteKind) -> st
     return f"{start_offset:020d}-{segment_id}.{kind}"
 
 
-@dataclass(frozen=True, slots=True)
-class RemotePartitionDirName:
+class RemotePartitionDirName(NamedTuple):
     """`<topic>-<partition>-<topic id>`: one partition's directory in the remote store."""
 
     topic: str

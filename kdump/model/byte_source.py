@@ -28,15 +28,16 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from kdump.errors import PathError
 from kdump.formats.batch import ENTRY_PREFIX
 from kdump.formats.constants import LOG_OVERHEAD
 from kdump.scan.source import open_buffer
-from kdump.store.buffers import SparseBuffer, sparse_buffer
 from kdump.store.locations import is_stored
-from kdump.store.readers import open_reader
+
+if TYPE_CHECKING:  # a stored file's readers load with the first one (a local file needs none)
+    from kdump.store.buffers import SparseBuffer
 
 __all__ = [
     "ByteSource",
@@ -188,6 +189,8 @@ class RangedSource:
         """`forward_only`: the lazy buffer is read by one forward scan, which may hand back what
         it has passed (`kdump.store.buffers.SparseBuffer`)."""
         self._forward_only = forward_only
+        from kdump.store.readers import open_reader
+
         self.path = path
         self._reader = open_reader(str(path))
         self._sparse: SparseBuffer | None = None
@@ -206,6 +209,8 @@ class RangedSource:
 
     def _buffer(self) -> SparseBuffer:
         if self._sparse is None:
+            from kdump.store.buffers import SparseBuffer
+
             self._sparse = SparseBuffer(self._reader, self._size, releasable=self._forward_only)
         return self._sparse
 
@@ -297,6 +302,8 @@ def open_scan(
         with open_buffer(path) as buf:
             yield buf, None
         return
+    from kdump.store.buffers import sparse_buffer
+
     with sparse_buffer(str(path), releasable=True) as sb:
         first = _LARGEST_FETCH if max_bytes is None else max(1, min(_LARGEST_FETCH, max_bytes))
         yield sb.view, fetch_ahead(sb.fill, 0, sb.size, first)

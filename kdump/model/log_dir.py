@@ -19,6 +19,7 @@ from kdump.formats.filenames import (
     LOG_DIR_FILES,
     META_PROPERTIES,
     PARTITION_DIR_FILES,
+    REMOTE_LOG_INDEX_CACHE,
     TMP_SUFFIX,
     parse_partition_dir_name,
     parse_segment_file_name,
@@ -37,7 +38,6 @@ from kdump.model.entries import (
     unknown_finding,
 )
 from kdump.model.partition import PartitionDir
-from kdump.model.remote_index_cache import is_remote_index_cache
 from kdump.model.segment import Segment, base_offset_from_content
 from kdump.store.locations import is_stored
 from kdump.store.queries import as_path, can_list
@@ -69,7 +69,7 @@ class LogDir:
         for name in names:
             p = path / name
             pr = probe(p)
-            if pr.type == FileType.DIR and is_remote_index_cache(p):
+            if pr.type == FileType.DIR and name == REMOTE_LOG_INDEX_CACHE:
                 log_dir.remote_index_cache = p
                 continue
             if pr.type == FileType.DIR:
@@ -163,6 +163,26 @@ def looks_like_log_dir(path: Path) -> bool:
     if _holds_log_dir_files(names):
         return True
     return any((path / n).is_dir() and looks_like_partition_dir(path / n) for n in names)
+
+
+def looks_like_remote_store(path: Path) -> bool:
+    """A directory in `LocalTieredStorage`'s layout: it holds `kafka-tiered-storage/`, is it, or is one
+    of its partition directories. (Here, not with the remote store's reader, so that telling a path
+    given apart does not load it.)"""
+    from kdump.formats.remote_names import (
+        LOCAL_TIERED_STORAGE_ROOT,
+        parse_remote_file_name,
+        parse_remote_partition_dir,
+    )
+
+    if path.name == LOCAL_TIERED_STORAGE_ROOT:
+        return True
+    if probe(path / LOCAL_TIERED_STORAGE_ROOT).type == FileType.DIR:
+        return True
+    if parse_remote_partition_dir(path.name) is None:
+        return False
+    names = list_dir(path)
+    return not isinstance(names, str) and any(parse_remote_file_name(n) is not None for n in names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +284,7 @@ def discover(given: str, *, unknown: Severity = Severity.ERROR) -> Target:
         return Target(given, path, "file", None, tuple(problems), note=f"a {pr.type.value}")
     if not can_list(path) or isinstance(list_dir(path), str):
         raise PathError(f"{given}: permission denied")
-    if is_remote_index_cache(path):
+    if path.name == REMOTE_LOG_INDEX_CACHE:  # the broker's fixed name
         # Given on its own: checked as the log dir above it would check it, without its partitions.
         return Target(given, path, "log-dir", path.parent, remote_index_cache=path)
     return _dir_target(given, path, unknown, 0)

@@ -25,7 +25,6 @@ from pathlib import Path
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.remote_names import (
     CACHE_KINDS,
-    REMOTE_LOG_INDEX_CACHE,
     CacheFileName,
     broker_parses_cache_name,
     cache_leftover,
@@ -144,8 +143,3 @@ class RemoteIndexCache:
                     )
                 )
         return cache
-
-
-def is_remote_index_cache(path: Path) -> bool:
-    """Whether a directory is a remote index cache, by its name (the broker's fixed name)."""
-    return path.name == REMOTE_LOG_INDEX_CACHE

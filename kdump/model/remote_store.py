@@ -107,19 +107,6 @@ class RemoteStore:
         return next((p for p in self.partitions if p.topic_id == topic_id and p.partition == partition), None)
 
 
-def looks_like_remote_store(path: Path) -> bool:
-    """A directory in `LocalTieredStorage`'s layout: it holds `kafka-tiered-storage/`, is it, or is one
-    of its partition directories."""
-    if path.name == LOCAL_TIERED_STORAGE_ROOT:
-        return True
-    if probe(path / LOCAL_TIERED_STORAGE_ROOT).type == FileType.DIR:
-        return True
-    if parse_remote_partition_dir(path.name) is None:
-        return False
-    names = list_dir(path)
-    return not isinstance(names, str) and any(parse_remote_file_name(n) is not None for n in names)
-
-
 def _load_partition(path: Path) -> RemotePartition:
     parsed = parse_remote_partition_dir(path.name)
     assert parsed is not None

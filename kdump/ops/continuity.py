@@ -27,7 +27,6 @@ from pathlib import Path
 
 from kdump.errors import DecodeError, KdumpError
 from kdump.findings import CATALOG, Finding, Severity, make_finding
-from kdump.formats.checkpoints import decode_offset_checkpoint
 from kdump.formats.filenames import parse_partition_dir_name
 from kdump.model.partition import PartitionDir
 from kdump.ops.segment_check import SegmentResult
@@ -87,6 +86,8 @@ def _metadata_configs(meta: Path, _stamp: float) -> dict[str, dict[str, str]]:
 
 @lru_cache(maxsize=64)
 def _cleaned_partitions(checkpoint: Path, _stamp: float) -> frozenset[tuple[str, int]]:
+    from kdump.formats.checkpoints import decode_offset_checkpoint
+
     entries = decode_offset_checkpoint(read_small_file(checkpoint)).entries
     return frozenset((e.topic, e.partition) for e in entries)
 

@@ -25,7 +25,6 @@ from pathlib import Path
 
 from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, make_finding
-from kdump.formats import checkpoints
 from kdump.model.partition import PartitionDir
 from kdump.ops.segment_check import SegmentResult
 from kdump.scan.source import read_small_file
@@ -46,6 +45,8 @@ def truncate_from_start(entries: Entries, start: int) -> Entries:
 
 @functools.lru_cache(maxsize=16)
 def _log_start_offsets(path: Path, _mtime_ns: int, _size: int) -> dict[tuple[str, int], int] | None:
+    from kdump.formats import checkpoints  # loaded where a partition has a checkpoint to read
+
     try:
         decoded = checkpoints.decode_offset_checkpoint(read_small_file(path))
     except (DecodeError, KdumpError, ValueError):
@@ -112,6 +113,8 @@ def check_leader_epochs(part: PartitionDir, results: Sequence[SegmentResult]) ->
     path = part.leader_epoch_checkpoint
     if path is None:
         return
+    from kdump.formats import checkpoints  # loaded where a partition has a checkpoint to read
+
     try:
         checkpoint = checkpoints.decode_leader_epoch_checkpoint(read_small_file(path))
     except (DecodeError, KdumpError, ValueError) as exc:

@@ -12,6 +12,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, make_finding
@@ -21,15 +22,17 @@ from kdump.formats.constants import TRANSACTIONAL_MASK, ControlType
 from kdump.formats.control import decode_control_key
 from kdump.formats.fast_walk import BatchRun
 from kdump.formats.filenames import parse_segment_file_name
-from kdump.formats.offset_index import decode_offset_index
-from kdump.formats.time_index import decode_time_index
-from kdump.formats.txn_index import TxnIndexContents, decode_txn_index
 from kdump.model.byte_source import open_scan
 from kdump.model.segment import Segment
 from kdump.scan.events import ScanMode, ScanSummary, StopReason
-from kdump.scan.index_checks import BatchSpan, BatchTable, check_offset_index, check_time_index
 from kdump.scan.log_scanner import decode_batch_records, scan_log
 from kdump.scan.source import open_buffer, read_small_file
+
+if TYPE_CHECKING:
+    # The index decoders and checks load where the compiled check of an index is not sure (or a
+    # .txnindex exists): a clean segment's indexes are judged without them.
+    from kdump.formats.txn_index import TxnIndexContents
+    from kdump.scan.index_checks import BatchSpan, BatchTable
 
 # Kinds of transaction events collected for the partition-level .txnindex check.
 TXN_DATA, TXN_COMMIT, TXN_ABORT = "data", "commit", "abort"
@@ -54,6 +57,8 @@ class SegmentResult:
     @property
     def spans(self) -> tuple[BatchSpan, ...]:
         """The valid batches, one span each (from `columns`)."""
+        from kdump.scan.index_checks import BatchSpan
+
         return tuple(BatchSpan(*row) for row in zip(*self.columns, strict=True)) if self.columns else ()
 
 
@@ -131,6 +136,8 @@ def check_segment(
         findings.extend(_check_indexes(segment, batches, summary))
     txn_index = None
     if segment.txnindex is not None:
+        from kdump.formats.txn_index import decode_txn_index
+
         try:
             txn_index = decode_txn_index(read_small_file(segment.txnindex))
         except (KdumpError, DecodeError) as exc:
@@ -219,6 +226,8 @@ class _Batches:
 
     @functools.cached_property
     def table(self) -> BatchTable:
+        from kdump.scan.index_checks import BatchTable
+
         lists = [c.tolist() if isinstance(c, array.array) else c for c in self.columns]
         return BatchTable.from_columns(*lists)
 
@@ -287,6 +296,10 @@ def _index_findings(
                 and walk.index_agrees(0 if kind == "index" else 1, buf, base, *arrays, valid_bytes)
             ):
                 return []
+            from kdump.formats.offset_index import decode_offset_index
+            from kdump.formats.time_index import decode_time_index
+            from kdump.scan.index_checks import check_offset_index, check_time_index
+
             table = batches.table
             if kind == "index":
                 return list(

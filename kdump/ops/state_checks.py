@@ -6,17 +6,24 @@ does not decode as the broker reads it `snapshot-corrupt` or `checkpoint-corrupt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, make_finding
-from kdump.formats import checkpoints
-from kdump.formats.producer_snapshot import decode_producer_snapshot
 from kdump.scan.source import read_small_file
+
+# The decoders load with the first file of their kind: a clean partition given alone has none.
+TEXT_KINDS = frozenset(
+    {"leader-epoch-checkpoint", "offset-checkpoint", "partition-metadata", "meta-properties"}
+)
 
 
 def check_snapshot(path: Path) -> list[Finding]:
     """A producer state snapshot decodes and its checksum holds."""
+    from kdump.formats.producer_snapshot import decode_producer_snapshot
+
     try:
         snap = decode_producer_snapshot(read_small_file(path))
     except (DecodeError, ValueError) as exc:
@@ -35,18 +42,23 @@ def check_snapshot(path: Path) -> list[Finding]:
     return []
 
 
-TEXT_DECODERS = {
-    "leader-epoch-checkpoint": checkpoints.decode_leader_epoch_checkpoint,
-    "offset-checkpoint": checkpoints.decode_offset_checkpoint,
-    "partition-metadata": checkpoints.decode_partition_metadata,
-    "meta-properties": checkpoints.decode_meta_properties,
-}
+def text_decoder(kind: str) -> Callable[[bytes], Any]:
+    """The decoder of a text state file of this kind (one of `TEXT_KINDS`)."""
+    from kdump.formats import checkpoints
+
+    decoders: dict[str, Callable[[bytes], Any]] = {
+        "leader-epoch-checkpoint": checkpoints.decode_leader_epoch_checkpoint,
+        "offset-checkpoint": checkpoints.decode_offset_checkpoint,
+        "partition-metadata": checkpoints.decode_partition_metadata,
+        "meta-properties": checkpoints.decode_meta_properties,
+    }
+    return decoders[kind]
 
 
 def check_text_state(path: Path, kind: str) -> list[Finding]:
     """A text state file (checkpoint, partition.metadata, meta.properties) decodes as the broker reads it."""
     try:
-        TEXT_DECODERS[kind](read_small_file(path))
+        text_decoder(kind)(read_small_file(path))
     except (DecodeError, ValueError) as exc:
         return [make_finding("checkpoint-corrupt", str(path), str(exc))]
     except KdumpError as exc:

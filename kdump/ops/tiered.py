@@ -19,6 +19,7 @@ The leader epoch answers of ListOffsets come from the partition's epoch cache, w
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,6 @@ from typing import TYPE_CHECKING
 
 from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, make_finding
-from kdump.formats import checkpoints
 from kdump.model.partition import PartitionDir
 from kdump.ops.topic_config import TopicConfigs
 from kdump.scan.source import read_small_file
@@ -116,8 +116,10 @@ def read_epoch_entries(part: PartitionDir) -> EpochEntries:
     path = part.leader_epoch_checkpoint
     if path is None:
         return ()
+    from kdump.formats.checkpoints import decode_leader_epoch_checkpoint
+
     try:
-        decoded = checkpoints.decode_leader_epoch_checkpoint(read_small_file(path))
+        decoded = decode_leader_epoch_checkpoint(read_small_file(path))
     except (DecodeError, KdumpError, ValueError):
         return ()  # verify reports it (checkpoint-corrupt); the broker then starts an empty cache
     return tuple((e.epoch, e.start_offset) for e in decoded.entries)
@@ -180,12 +182,14 @@ class LogStartCheckpoints:
         if log_dir not in self._by_dir:
             values: dict[tuple[str, int], int] = {}
             path = log_dir / "log-start-offset-checkpoint"
-            try:
-                decoded = (
-                    checkpoints.decode_offset_checkpoint(read_small_file(path)) if path.is_file() else None
-                )
-            except (DecodeError, KdumpError, ValueError):
-                decoded = None  # verify of the log dir reports the file itself
+            decoded = None
+            if path.is_file():  # the checkpoints' decoders load only where there is one
+                from kdump.formats.checkpoints import decode_offset_checkpoint
+
+                with contextlib.suppress(
+                    DecodeError, KdumpError, ValueError
+                ):  # verify of the log dir reports it
+                    decoded = decode_offset_checkpoint(read_small_file(path))
             for e in decoded.entries if decoded is not None else ():
                 values[(e.topic, e.partition)] = e.offset
             self._by_dir[log_dir] = values
@@ -233,8 +237,12 @@ def tiered_facts(
 def partition_topic_id(part: PartitionDir) -> str | None:
     """The topic id in the partition's `partition.metadata`, if it decodes."""
     path = part.partition_metadata
+    if path is None:
+        return None
+    from kdump.formats.checkpoints import decode_partition_metadata
+
     try:
-        return checkpoints.decode_partition_metadata(read_small_file(path)).topic_id if path else None
+        return decode_partition_metadata(read_small_file(path)).topic_id
     except (DecodeError, KdumpError, ValueError):
         return None
 

@@ -11,21 +11,22 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kdump.findings import Finding, Severity, make_finding
-from kdump.formats.txn_index import AbortedTxn, TxnIndexContents
 from kdump.model.entries import BROKER_LEFTOVER_KINDS, file_kind, leftover_finding
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.continuity import check_offset_holes, check_overlaps, salvage_first
 from kdump.ops.epoch_checks import check_leader_epochs
-from kdump.ops.remote_cache_check import remote_index_cache_report
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
-from kdump.ops.state_checks import TEXT_DECODERS, check_snapshot, check_text_state
+from kdump.ops.state_checks import TEXT_KINDS, check_snapshot, check_text_state
 from kdump.ops.tiered import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
-from kdump.scan.index_checks import check_txn_index
 from kdump.store.queries import listing_findings, partition_listing_findings
+
+if TYPE_CHECKING:  # loaded with the first abort marker or .txnindex
+    from kdump.formats.txn_index import AbortedTxn
 
 # Below this much log data a process pool costs more than it saves.
 PARALLEL_THRESHOLD_BYTES = 16 << 20
@@ -213,6 +214,8 @@ def _rollup(
         report.findings.extend(_check_log_dir_files(target))
     cache_alone = target.remote_index_cache == target.path  # given on its own: no partition to miss
     if target.remote_index_cache is not None:
+        from kdump.ops.remote_cache_check import remote_index_cache_report
+
         found, taken_as = remote_index_cache_report(target.remote_index_cache)
         report.findings.extend(found)
         report.taken_as = taken_as if cache_alone else report.taken_as
@@ -272,7 +275,7 @@ def _check_log_dir_files(target: Target) -> list[Finding]:
     out: list[Finding] = []
     for p in target.log_dir_files:
         kind = file_kind(p)
-        if kind in TEXT_DECODERS:
+        if kind in TEXT_KINDS:
             out.extend(check_text_state(p, kind))
     return out
 
@@ -354,7 +357,7 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
     kind = file_kind(target.path)
     if kind == "snapshot":
         report.findings.extend(check_snapshot(target.path))
-    elif kind in TEXT_DECODERS:
+    elif kind in TEXT_KINDS:
         report.findings.extend(check_text_state(target.path, kind))
     elif kind not in BROKER_LEFTOVER_KINDS:  # the broker starts with those beside it: legal
         report.findings.append(
@@ -412,6 +415,8 @@ def expected_aborts(results: Sequence[SegmentResult]) -> list[list[AbortedTxn]]:
             if first is None:
                 unknown_open = True
             if kind == TXN_ABORT:
+                from kdump.formats.txn_index import AbortedTxn
+
                 others = list(ongoing.values())
                 lso = -1 if unknown_open else (min(others) if others else offset + 1)
                 mine.append(AbortedTxn(0, pid, -1 if first is None else first, offset, lso))
@@ -438,5 +443,8 @@ def check_transactions(results: Sequence[SegmentResult]) -> Iterator[Finding]:
                     offset=expected[0].last_offset,
                 )
             continue
+        from kdump.formats.txn_index import TxnIndexContents
+        from kdump.scan.index_checks import check_txn_index
+
         label = str(r.segment.txnindex)
         yield from check_txn_index(r.txn_index or TxnIndexContents((), 0), expected, label)

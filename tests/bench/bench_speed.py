@@ -1,8 +1,11 @@
 """The speed targets of the compiled batch walk, each command paired with its yardstick in one run.
 
 Usage:
-    python tests/bench/make_segments.py DIR                # once: DIR/{a,b,c}-0
-    python tests/bench/bench_speed.py DIR [--runs 7] [--shapes a,c] [--only NAME]
+    python tests/bench/make_segments.py DIR [--full-size]  # once: DIR/{a,b,c}-0 (and {a,b,c}-1g-0)
+    python tests/bench/bench_speed.py DIR [--runs 7] [--shapes a,c] [--only NAME] [--full-size]
+
+--full-size runs the same pairs on the 1 GiB segments (Kafka's default segment.bytes) of the same
+shapes: on one 135 MB segment the interpreter's start is most of a shallow verify's time.
 
 Every pair runs interleaved (A, B, A, B, ...) after one warm-up of each, whole process, output to
 /dev/null unless said; the ratio is taken run by run and its median printed with the medians of
@@ -69,12 +72,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--shapes", default="a,c")
     ap.add_argument("--only", default="")
+    ap.add_argument("--full-size", action="store_true", help="the 1 GiB segments, DIR/<shape>-1g-0")
     args = ap.parse_args()
     kdump = str(Path(sys.executable).with_name("kdump"))
     tmp = Path(tempfile.mkdtemp(prefix="kdump-speed-"))
     try:
         for shape in args.shapes.split(","):
-            part = args.root / f"{shape}-0"
+            part = args.root / (f"{shape}-1g-0" if args.full_size else f"{shape}-0")
             log = str(part / "00000000000000000000.log")
             out = tmp / "salvage"
             cases = {
@@ -107,7 +111,7 @@ def main() -> None:
             }
             for name, (a, b, setup, runs) in cases.items():
                 if not args.only or name in args.only.split(","):
-                    pair(f"{shape.upper()}: {name}", a, b, runs, setup)
+                    pair(f"{shape.upper()}{' 1 GiB' if args.full_size else ''}: {name}", a, b, runs, setup)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

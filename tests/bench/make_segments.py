@@ -4,15 +4,21 @@ A: ~134 MB, lz4, 193 batches of ~0.7 MB, 178,599 records of 100-2000 B, every 5t
 B: ~134 MB, uncompressed, 134 batches of ~1 MB, 123,620 records of 100-2000 B.
 C: ~134 MB, zstd, 71,246 batches of ~15 records, 1,111,880 records of 60-400 B.
 
-Usage: python tests/bench/make_segments.py [DIR]   (default: $TMPDIR/kdump-bench)
+Usage: python tests/bench/make_segments.py [DIR] [--full-size]   (default DIR: $TMPDIR/kdump-bench)
 Each segment is written as DIR/<shape>-0/00000000000000000000.log with indexes built by the
 broker's recovery rule, so every kdump command can run on it.
+
+--full-size also writes DIR/<shape>-1g-0: a segment as large as Kafka lets one grow by default
+(segment.bytes, 1 GiB), in the same shape: the shape's batches over and over, each copy's offsets,
+timestamps and producer sequences carried on from the one before (and its checksum computed again),
+so that offsets, time and sequences rise through the whole file as a producer's would.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import struct
 import sys
 import tempfile
 from pathlib import Path
@@ -21,8 +27,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from builders import SegmentBuilder
 
+from kdump.formats.checksums import crc32c
 from kdump.formats.constants import Codec
+from kdump.formats.offset_index import encode_offset_index
 from kdump.formats.records import NewRecord
+from kdump.formats.time_index import encode_time_index
+from kdump.ops.reindex import build_segment_indexes
+
+# Kafka's default segment.bytes: a segment rolls before a batch would take it past this size.
+SEGMENT_BYTES = 1 << 30
 
 WORDS = [
     w.encode()
@@ -98,13 +111,60 @@ def build(shape: str, root: Path) -> Path:
     return log
 
 
+def build_full_size(shape: str, root: Path, limit: int = SEGMENT_BYTES) -> Path:
+    """Write DIR/<shape>-1g-0: the shape's segment repeated up to `limit` bytes (whole batches)."""
+    source = build(shape, root).read_bytes()
+    part = root / f"{shape.lower()}-1g-0"
+    log = part / "00000000000000000000.log"
+    if log.exists():
+        return log
+    total = SHAPES[shape][2]
+    part.mkdir(parents=True, exist_ok=True)
+    spans: list[tuple[int, int, int, int]] = []  # (position, size, last offset, max timestamp)
+    position = 0
+    with open(log.with_suffix(".tmp"), "wb") as out:
+        for copy in range(limit // len(source) + 1):
+            shift = copy * total  # one offset, one millisecond and one sequence number per record
+            at = 0
+            while at < len(source):
+                size = 12 + struct.unpack_from(">i", source, at + 8)[0]
+                if position + size > limit:
+                    break
+                batch = bytearray(source[at : at + size])
+                base, last_delta = (
+                    struct.unpack_from(">q", batch, 0)[0],
+                    struct.unpack_from(">i", batch, 23)[0],
+                )
+                first_ts, max_ts = struct.unpack_from(">qq", batch, 27)
+                struct.pack_into(">q", batch, 0, base + shift)
+                struct.pack_into(">qq", batch, 27, first_ts + shift, max_ts + shift)
+                struct.pack_into(">i", batch, 53, struct.unpack_from(">i", batch, 53)[0] + shift)
+                struct.pack_into(">I", batch, 17, crc32c(memoryview(batch)[21:]))
+                out.write(batch)
+                spans.append((position, size, base + shift + last_delta, max_ts + shift))
+                position += size
+                at += size
+            else:
+                continue
+            break
+    log.with_suffix(".tmp").rename(log)
+    offsets, times = build_segment_indexes(spans)
+    (part / "00000000000000000000.index").write_bytes(encode_offset_index(offsets, 0))
+    (part / "00000000000000000000.timeindex").write_bytes(encode_time_index(times, 0))
+    return log
+
+
 def main() -> None:
-    """Build A, B and C (skipping any already built)."""
-    root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.gettempdir()) / "kdump-bench"
+    """Build A, B and C (skipping any already built); with --full-size their 1 GiB copies too."""
+    args = [a for a in sys.argv[1:] if a != "--full-size"]
+    root = Path(args[0]) if args else Path(tempfile.gettempdir()) / "kdump-bench"
     root.mkdir(parents=True, exist_ok=True)
     for shape in SHAPES:
         log = build(shape, root)
         print(f"{shape}: {log} {os.path.getsize(log) / 1e6:.1f} MB")
+        if "--full-size" in sys.argv[1:]:
+            log = build_full_size(shape, root)
+            print(f"{shape} full size: {log} {os.path.getsize(log) / 1e6:.1f} MB")
 
 
 if __name__ == "__main__":
