@@ -40,10 +40,15 @@ def _run(argv: list[str], before: list[str] | None = None) -> tuple[float, float
     if before:
         subprocess.run(before, check=False)
     start = time.perf_counter()
-    with open(os.devnull, "wb") as null:
-        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.DEVNULL)
-        _pid, _status, usage = os.wait4(proc.pid, 0)
-    return time.perf_counter() - start, usage.ru_maxrss / 1024
+    with open(os.devnull, "wb") as null, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdout=null, stderr=err)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        took = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            # A side that fails (a peer's library missing) would make a meaningless ratio.
+            err.seek(0)
+            sys.exit(f"{' '.join(argv)} failed: {err.read().decode(errors='replace')[-500:]}")
+    return took, usage.ru_maxrss / 1024
 
 
 def pair(name: str, a: list[str], b: list[str], runs: int, setup: list[str] | None = None) -> None:
