@@ -101,6 +101,7 @@ _OTHER = 0xFF
 _WHOLE_SLOT = struct.Struct(_PACKED.format + "B")
 _SPAN_SLOT = struct.Struct(f"<qi{_SLOT - 13}xB")  # position, size, flags
 _SPAN = struct.Struct("<qi")
+_CHECK_SLOT = struct.Struct(f"<qi16xbI{_SLOT - 34}xB")  # position, size, magic, crc, flags
 
 
 class KeptList(Sequence[KeptBatch]):
@@ -167,6 +168,25 @@ class KeptList(Sequence[KeptBatch]):
         """The batches' headers, in order (what `k.header for k in self` gives, faster)."""
         for i, fields in enumerate(_WHOLE_SLOT.iter_unpack(self._data)):
             yield self._other[i].header if fields[-1] == _OTHER else _unpacked(*fields)
+
+    def hows(self) -> Iterator[tuple[str, bool]]:
+        """How each batch was reached and whether the broker keeps it, in order (no object per batch)."""
+        for i, flags in enumerate(self._data[_SLOT - 1 :: _SLOT]):
+            if flags == _OTHER:
+                k = self._other[i]
+                yield k.how, k.broker_keeps
+            else:
+                yield _HOWS[flags & 3], flags >= 4
+
+    def checked(self) -> Iterator[tuple[int, int, int, int]]:
+        """The batches' positions, sizes, magic and stored checksums, in order (what copying them
+        checks, without a header object each)."""
+        for i, (position, size, magic, crc, flags) in enumerate(_CHECK_SLOT.iter_unpack(self._data)):
+            if flags == _OTHER:
+                h = self._other[i].header
+                yield h.position, h.size, h.magic, h.crc
+            else:
+                yield position, size, magic, crc
 
     def spans(self) -> Iterator[tuple[int, int]]:
         """The batches' positions and sizes, in order."""

@@ -64,6 +64,10 @@ def test_a_kept_list_reads_back_what_was_kept(spec: list[tuple[bool, int, int, s
     assert held[1:3] == kept[1:3]
     assert list(held.headers()) == [k.header for k in kept]
     assert list(held.spans()) == [(k.header.position, k.header.size) for k in kept]
+    assert list(held.hows()) == [(k.how, k.broker_keeps) for k in kept]
+    assert list(held.checked()) == [
+        (k.header.position, k.header.size, k.header.magic, k.header.crc) for k in kept
+    ]
     with pytest.raises(IndexError):
         held[len(kept)]
 
