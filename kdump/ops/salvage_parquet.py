@@ -43,19 +43,26 @@ ROW_GROUP_BYTES = 1 << 20
 
 def load_pyarrow() -> Any:
     """pyarrow and pyarrow.parquet, or a clear error naming the extra that installs them."""
-    # pyarrow's default pool (mimalloc or jemalloc) keeps what it freed, and the compute functions
-    # that build the records' columns (`kdump.formats.arrow_columns`) allocate there: the system
-    # allocator hands it back (about 10 MiB less at the peak of a salvage). Only read at pyarrow's
-    # import, and a pool chosen in the environment is left alone.
-    if "pyarrow" not in sys.modules:
-        os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    # pyarrow's default pool (mimalloc or jemalloc) keeps what it freed, and the Arrow calls that
+    # build the records' columns (`kdump.formats.arrow_columns`) allocate there: the system
+    # allocator hands it back (about 10 MiB less at the peak of a salvage). The variable is read
+    # when pyarrow makes its default pool, at its import; a pool chosen in the environment is left
+    # alone, and the environment is as it was after (child processes do not inherit it).
+    choose = "pyarrow" not in sys.modules and "ARROW_DEFAULT_MEMORY_POOL" not in os.environ
+    if choose:
+        os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
+
+        pa.default_memory_pool()  # made now, whatever pyarrow's import did
     except ImportError as exc:
         raise KdumpError(
             "records.parquet needs pyarrow: pip install 'kdump[parquet]' (or give --no-parquet)"
         ) from exc
+    finally:
+        if choose:
+            os.environ.pop("ARROW_DEFAULT_MEMORY_POOL", None)
     return pa, pq
 
 
