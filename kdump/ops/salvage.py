@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableSequence, Sequence
 from dataclasses import dataclass, field
 
 from kdump.findings import Finding
@@ -196,6 +196,9 @@ def _inside(buf: memoryview, h: BatchHeader, seg: Segment) -> list[BatchHeader]:
     return found
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _rejection(
     seg: Segment,
     next_base: int | None,
@@ -220,7 +223,7 @@ def _rejection(
     return None
 
 
-def _misplaced(lows: array[int], lasts: array[int]) -> set[int]:
+def _misplaced(lows: Sequence[int], lasts: Sequence[int]) -> set[int]:
     """Batches whose base offset was damaged: of two neighbours whose offsets overlap, the one that
     does not continue its other neighbour (a v2 base offset is outside the checksum; its record
     count and last offset delta are inside, so the batch keeps its span, shifted)."""
@@ -241,7 +244,7 @@ def _misplaced(lows: array[int], lasts: array[int]) -> set[int]:
     return out
 
 
-def _increasing(lows: array[int], lasts: array[int], order: array[int]) -> bytearray:
+def _increasing(lows: Sequence[int], lasts: Sequence[int], order: Sequence[int]) -> bytearray:
     """Of the (low, last) intervals `order` picks, the longest chain whose offsets strictly
     increase: a mark for each interval in it.
 
@@ -249,7 +252,7 @@ def _increasing(lows: array[int], lasts: array[int], order: array[int]) -> bytea
     every batch follows its predecessor, the chain is all of them. Arrays, not lists of ints: a
     segment of small batches has tens of thousands.
     """
-    tails = array("q")
+    tails: MutableSequence[int] = array("q") if isinstance(lasts, array) else []
     tail_index = array("q")
     parent = array("q", [-1]) * len(lows)
     for i in order:
@@ -282,7 +285,9 @@ def plan_salvage(part: PartitionDir) -> SalvagePlan:
     plans: list[SegmentSalvage] = []
     scanned: list[tuple[ScanEntries, list[Finding]]] = []
     firsts: list[int] = []
-    lows, lasts, where = array("q"), array("q"), array("q")  # each candidate's offsets and entry
+    lows: MutableSequence[int] = array("q")  # each candidate's offsets, and its entry
+    lasts: MutableSequence[int] = array("q")
+    where = array("q")
     rejected: dict[int, str] = {}
     total = 0
     for si, seg in enumerate(segs):
@@ -309,7 +314,11 @@ def plan_salvage(part: PartitionDir) -> SalvagePlan:
             if reason is not None:
                 rejected[e] = reason
                 continue
-            lows.append(base if base is not None else last)
+            low = base if base is not None else last
+            fits = _INT64_MIN <= low <= _INT64_MAX and _INT64_MIN <= last <= _INT64_MAX
+            if isinstance(lows, array) and not fits:
+                lows, lasts = list(lows), list(lasts)  # a forged offset past int64: lists hold any int
+            lows.append(low)
             lasts.append(last)
             where.append(e)
         total += len(entries)
