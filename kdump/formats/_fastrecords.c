@@ -21,6 +21,8 @@
  *                     check_max_ts), ...]) -> Arrow-layout buffers of the batches taken
  *   check_v2(data, base_offset, last_offset, base_ts, max_ts, log_append, count, check_max_ts)
  *       -> bool: decode_v2 would return (records, True)
+ *   scale_i64(buf, factor) -> bytes | None; take_fixed(values, width, index) -> bytes;
+ *   nonempty_validity(offsets, n) -> (bitmap, nulls): Arrow column helpers (formats/arrow_columns.py)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -912,11 +914,112 @@ cleanup:
     return result;
 }
 
+/* ---- Arrow column helpers (so that building the columns needs no pyarrow.compute) -------- */
+
+/* scale_i64(buf, factor) -> bytes | None: each native int64 of buf times factor; None when one
+ * overflows (Arrow's multiply_checked raises there). */
+static PyObject *fast_scale_i64(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    long long factor;
+    if (!PyArg_ParseTuple(args, "y*L", &view, &factor)) return NULL;
+    Py_ssize_t n = view.len / 8;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 8);
+    if (out != NULL) {
+        const char *src = view.buf;
+        char *dst = PyBytes_AS_STRING(out);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t v, r;
+            memcpy(&v, src + 8 * i, 8);
+            if (__builtin_mul_overflow(v, (int64_t)factor, &r)) {
+                Py_DECREF(out);
+                PyBuffer_Release(&view);
+                Py_RETURN_NONE;
+            }
+            memcpy(dst + 8 * i, &r, 8);
+        }
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* take_fixed(values, width, index) -> bytes: the `width`-byte items (4 or 8) of values at each
+ * native int32 of index, in order (Arrow's take of a fixed-width array without nulls). */
+static PyObject *fast_take_fixed(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer values, index;
+    int width;
+    if (!PyArg_ParseTuple(args, "y*iy*", &values, &width, &index)) return NULL;
+    PyObject *out = NULL;
+    if (width != 4 && width != 8) {
+        PyErr_SetString(PyExc_ValueError, "take_fixed takes items of 4 or 8 bytes");
+        goto done;
+    }
+    Py_ssize_t n = index.len / 4, items = values.len / width;
+    out = PyBytes_FromStringAndSize(NULL, n * width);
+    if (out == NULL) goto done;
+    const char *src = values.buf, *idx = index.buf;
+    char *dst = PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t k;
+        memcpy(&k, idx + 4 * i, 4);
+        if (k < 0 || k >= items) {
+            Py_CLEAR(out);
+            PyErr_SetString(PyExc_IndexError, "take_fixed: index out of range");
+            goto done;
+        }
+        memcpy(dst + (Py_ssize_t)width * i, src + (Py_ssize_t)width * k, (size_t)width);
+    }
+done:
+    PyBuffer_Release(&values);
+    PyBuffer_Release(&index);
+    return out;
+}
+
+/* nonempty_validity(offsets, n) -> (bitmap, nulls): an Arrow validity bitmap of n list entries
+ * from their n + 1 native int32 offsets, entry i valid when offsets[i + 1] != offsets[i] (a record
+ * without headers is a null list), and how many are not. */
+static PyObject *fast_nonempty_validity(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer offsets;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*n", &offsets, &n)) return NULL;
+    PyObject *out = NULL;
+    if (n < 0 || offsets.len < (n + 1) * 4) {
+        PyErr_SetString(PyExc_ValueError, "nonempty_validity: too few offsets");
+        PyBuffer_Release(&offsets);
+        return NULL;
+    }
+    PyObject *bitmap = PyBytes_FromStringAndSize(NULL, (n + 7) / 8);
+    if (bitmap != NULL) {
+        unsigned char *bits = (unsigned char *)PyBytes_AS_STRING(bitmap);
+        memset(bits, 0, (size_t)((n + 7) / 8));
+        const char *o = offsets.buf;
+        Py_ssize_t nulls = 0;
+        int32_t prev, cur;
+        memcpy(&prev, o, 4);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            memcpy(&cur, o + 4 * (i + 1), 4);
+            if (cur != prev)
+                bits[i >> 3] |= (unsigned char)(1 << (i & 7));
+            else
+                nulls++;
+            prev = cur;
+        }
+        out = Py_BuildValue("(Nn)", bitmap, nulls);
+    }
+    PyBuffer_Release(&offsets);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"decode_v2", fast_decode_v2, METH_VARARGS, "Decode a clean v2 batch's records, or None."},
     {"render_v2", fast_render_v2, METH_VARARGS, "Render a clean v2 batch's records as lines, or None."},
     {"columns_v2_many", fast_columns_v2_many, METH_O, "Clean v2 batches' records as Arrow buffers."},
     {"check_v2", fast_check_v2, METH_VARARGS, "Whether decode_v2 would find a batch clean, building nothing."},
+    {"scale_i64", fast_scale_i64, METH_VARARGS, "int64s times a factor, or None on overflow."},
+    {"take_fixed", fast_take_fixed, METH_VARARGS, "Fixed-width items gathered by an int32 index."},
+    {"nonempty_validity", fast_nonempty_validity, METH_VARARGS, "Validity bitmap of non-empty list entries."},
     {NULL, NULL, 0, NULL},
 };
 

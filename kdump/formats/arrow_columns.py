@@ -59,10 +59,16 @@ def _binary(col: fast_records.BinaryColumn, n: int, kind: Any = None) -> Any:
     )
 
 
+def _helpers() -> Any:
+    """The compiled module when it has the column helpers (`scale_i64`, `take_fixed`,
+    `nonempty_validity`), else None: pyarrow.compute does their work (a build from before them)."""
+    mod = fast_records.compiled
+    return mod if mod is not None and hasattr(mod, "nonempty_validity") else None
+
+
 def _headers(cols: fast_records.RecordColumns, kind: Any) -> Any:
     """`array<struct<key, value>>`, null (not empty) for a record with no headers."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     n = cols.rows
     cuts = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(cols.header_offsets)])
@@ -73,8 +79,54 @@ def _headers(cols: fast_records.RecordColumns, kind: Any) -> Any:
     keys.validate(full=True)  # raises on a key that is not UTF-8: the reference replaces its bytes
     values = _binary(cols.header_values, total)
     struct = pa.StructArray.from_arrays([keys, values], fields=list(kind.value_type))
-    empty = pc.equal(cuts.slice(1), cuts.slice(0, n))
-    return pa.ListArray.from_arrays(cuts, struct, type=kind, mask=empty)
+    helpers = _helpers()
+    if helpers is None:
+        import pyarrow.compute as pc
+
+        empty = pc.equal(cuts.slice(1), cuts.slice(0, n))
+        return pa.ListArray.from_arrays(cuts, struct, type=kind, mask=empty)
+    validity, nulls = helpers.nonempty_validity(cols.header_offsets, n)
+    return pa.Array.from_buffers(
+        kind,
+        n,
+        [pa.py_buffer(validity), pa.py_buffer(cols.header_offsets)],
+        null_count=nulls,
+        children=[struct],
+    )
+
+
+def _timestamps(cols: fast_records.RecordColumns) -> Any:
+    """The records' timestamps in microseconds, UTC; None when one does not fit."""
+    import pyarrow as pa
+
+    kind = pa.timestamp("us", tz="UTC")
+    n = cols.rows
+    helpers = _helpers()
+    if helpers is None:
+        import pyarrow.compute as pc
+
+        ms = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols.timestamps)])
+        try:
+            return pc.multiply_checked(ms, 1000).cast(kind)
+        except pa.ArrowInvalid:
+            return None
+    us = helpers.scale_i64(cols.timestamps, 1000)
+    return None if us is None else pa.Array.from_buffers(kind, n, [None, pa.py_buffer(us)])
+
+
+def take_per_batch(values: bytes, width: int, index: bytes, kind: Any) -> Any:
+    """Per-batch values (`width`-byte items, native order) repeated for each row by the rows'
+    batch index (`RecordColumns.batch_index`): `pyarrow.compute.take`, without pyarrow.compute."""
+    import pyarrow as pa
+
+    n = len(index) // 4
+    helpers = _helpers()
+    if helpers is None:
+        import pyarrow.compute as pc
+
+        per_batch = pa.Array.from_buffers(kind, len(values) // width, [None, pa.py_buffer(values)])
+        return pc.take(per_batch, pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(index)]))
+    return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(helpers.take_fixed(values, width, index))])
 
 
 def record_arrays(cols: fast_records.RecordColumns) -> dict[str, Any] | None:
@@ -82,14 +134,14 @@ def record_arrays(cols: fast_records.RecordColumns) -> dict[str, Any] | None:
     `batch_index`: for each row, the batch of the run that holds it); None when they cannot be
     built exactly."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     n = cols.rows
     try:
-        ms = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols.timestamps)])
-        timestamps = pc.multiply_checked(ms, 1000).cast(pa.timestamp("us", tz="UTC"))
+        timestamps = _timestamps(cols)
         headers = _headers(cols, headers_type())
     except (pa.ArrowInvalid, pa.ArrowException):
+        return None
+    if timestamps is None:
         return None
     return {
         "key": _binary(cols.keys, n),

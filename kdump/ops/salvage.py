@@ -24,14 +24,17 @@ keeps it), `framing` (through the length fields past a batch that failed its che
 from __future__ import annotations
 
 import bisect
+from array import array
+from collections.abc import Iterator, MutableSequence, Sequence
 from dataclasses import dataclass, field
 
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.constants import MAX_RELATIVE_OFFSET
+from kdump.formats.fast_walk import BatchRun
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
-from kdump.ops.salvage_kept import FRAMING, INTACT, RESYNC, KeptBatch, KeptList
+from kdump.ops.salvage_kept import FRAMING, INTACT, RESYNC, KeptBatch, KeptList, ScanEntries
 from kdump.scan.events import ScanSummary
 from kdump.scan.log_scanner import find_next_entry, scan_log
 from kdump.scan.source import open_buffer
@@ -131,19 +134,22 @@ class SalvagePlan:
         return not self.regions and not self.not_read
 
 
-def _scan(seg: Segment) -> tuple[list[tuple[BatchHeader, str]], list[Finding], ScanSummary]:
-    """Every framed entry with how it was reached, the findings, the summary."""
+def _scan(seg: Segment) -> tuple[ScanEntries, list[Finding], ScanSummary]:
+    """Every framed entry with how it was reached (packed: no object per clean batch), the
+    findings, the summary."""
     assert seg.log is not None
-    entries: list[tuple[BatchHeader, str]] = []
+    entries = ScanEntries()
     findings: list[Finding] = []
     summary: ScanSummary | None = None
     resync_at: int | None = None
     damaged = False
     with open_buffer(seg.log) as buf:
-        for ev in scan_log(buf, file=str(seg.log), base_offset=seg.base_offset):
-            if isinstance(ev, BatchHeader):
-                how = RESYNC if ev.position == resync_at else (FRAMING if damaged else INTACT)
-                entries.append((ev, how))
+        for ev in scan_log(buf, file=str(seg.log), base_offset=seg.base_offset, batch_runs=True):
+            if isinstance(ev, BatchRun):  # clean v2 batches, checksums valid: `damaged` stays
+                how = FRAMING if damaged else INTACT
+                entries.add_run(ev, RESYNC if ev.start == resync_at else how, how)
+            elif isinstance(ev, BatchHeader):
+                entries.add(ev, RESYNC if ev.position == resync_at else (FRAMING if damaged else INTACT))
                 damaged = damaged or not ev.crc_ok
             elif isinstance(ev, Finding):
                 findings.append(ev)
@@ -154,12 +160,15 @@ def _scan(seg: Segment) -> tuple[list[tuple[BatchHeader, str]], list[Finding], S
                     damaged = True
             elif isinstance(ev, ScanSummary):
                 summary = ev
-        known = {h.position for h, _ in entries}
-        for h, _how in list(entries):
-            if not h.crc_ok:
-                entries.extend((x, RESYNC) for x in _inside(buf, h, seg) if x.position not in known)
+        failed = [h for _, h in entries.held() if not h.crc_ok]
+        if failed:  # damage: the few entries inside it held whole, in position order
+            all_entries = list(entries)
+            known = {h.position for h, _ in all_entries}
+            for h in failed:
+                all_entries.extend((x, RESYNC) for x in _inside(buf, h, seg) if x.position not in known)
+            all_entries.sort(key=lambda e: e[0].position)
+            entries = ScanEntries(all_entries)
     assert summary is not None
-    entries.sort(key=lambda e: e[0].position)
     return entries, findings, summary
 
 
@@ -187,34 +196,45 @@ def _inside(buf: memoryview, h: BatchHeader, seg: Segment) -> list[BatchHeader]:
     return found
 
 
-def _rejection(h: BatchHeader, seg: Segment, next_base: int | None) -> str | None:
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _rejection(
+    seg: Segment,
+    next_base: int | None,
+    magic: int,
+    compression: int,
+    base: int | None,
+    last: int,
+    count: int | None,
+) -> str | None:
     """Why a checksum-valid batch still cannot be kept (fields the checksum does not cover)."""
-    low = h.base_offset if h.base_offset is not None else h.last_offset
-    if h.compression > 4 or (h.magic < 2 and h.compression > 3):
-        return f"compression type id {h.compression} does not exist: its records cannot be read"
+    low = base if base is not None else last
+    if compression > 4 or (magic < 2 and compression > 3):
+        return f"compression type id {compression} does not exist: its records cannot be read"
     if low < seg.base_offset:
         return f"offset {low} is below the segment's base offset {seg.base_offset}"
-    if h.last_offset - seg.base_offset > MAX_RELATIVE_OFFSET:
-        return f"last offset {h.last_offset} does not fit a relative offset of segment {seg.name}"
-    if next_base is not None and h.last_offset >= next_base:
-        return f"last offset {h.last_offset} is not below the next segment's base offset {next_base}"
-    if h.magic == 2 and h.base_offset is not None and not 0 <= (h.count or 0) <= h.last_offset - low + 1:
-        return f"record count {h.count} does not fit offsets {low}..{h.last_offset}"
+    if last - seg.base_offset > MAX_RELATIVE_OFFSET:
+        return f"last offset {last} does not fit a relative offset of segment {seg.name}"
+    if next_base is not None and last >= next_base:
+        return f"last offset {last} is not below the next segment's base offset {next_base}"
+    if magic == 2 and base is not None and not 0 <= (count or 0) <= last - low + 1:
+        return f"record count {count} does not fit offsets {low}..{last}"
     return None
 
 
-def _misplaced(candidates: list[tuple[int, int]]) -> set[int]:
+def _misplaced(lows: Sequence[int], lasts: Sequence[int]) -> set[int]:
     """Batches whose base offset was damaged: of two neighbours whose offsets overlap, the one that
     does not continue its other neighbour (a v2 base offset is outside the checksum; its record
     count and last offset delta are inside, so the batch keeps its span, shifted)."""
     out: set[int] = set()
-    n = len(candidates)
+    n = len(lows)
 
     def follows(i: int, j: int) -> bool:  # batch j starts right after batch i
-        return 0 <= i < n and 0 <= j < n and candidates[j][0] == candidates[i][1] + 1
+        return 0 <= i < n and 0 <= j < n and lows[j] == lasts[i] + 1
 
     for i in range(n - 1):
-        if candidates[i + 1][0] > candidates[i][1]:
+        if lows[i + 1] > lasts[i]:
             continue
         first_fits, second_fits = follows(i - 1, i), follows(i + 1, i + 2)
         if first_fits and not second_fits:
@@ -224,16 +244,19 @@ def _misplaced(candidates: list[tuple[int, int]]) -> set[int]:
     return out
 
 
-def _increasing(candidates: list[tuple[int, int]]) -> set[int]:
-    """Indexes of the longest chain of (low, last) intervals whose offsets strictly increase.
+def _increasing(lows: Sequence[int], lasts: Sequence[int], order: Sequence[int]) -> bytearray:
+    """Of the (low, last) intervals `order` picks, the longest chain whose offsets strictly
+    increase: a mark for each interval in it.
 
     Patience sorting: `tails[k]` is the smallest last offset ending a chain of k + 1 intervals. When
-    every batch follows its predecessor, the chain is all of them.
+    every batch follows its predecessor, the chain is all of them. Arrays, not lists of ints: a
+    segment of small batches has tens of thousands.
     """
-    tails: list[int] = []
-    tail_index: list[int] = []
-    parent = [-1] * len(candidates)
-    for i, (low, last) in enumerate(candidates):
+    tails: MutableSequence[int] = array("q") if isinstance(lasts, array) else []
+    tail_index = array("q")
+    parent = array("q", [-1]) * len(lows)
+    for i in order:
+        low, last = lows[i], lasts[i]
         k = bisect.bisect_left(tails, low)
         if k == len(tails):
             tails.append(last)
@@ -244,62 +267,80 @@ def _increasing(candidates: list[tuple[int, int]]) -> set[int]:
         else:
             continue
         parent[i] = tail_index[k - 1] if k > 0 else -1
-    chain: set[int] = set()
+    chain = bytearray(len(lows))
     i = tail_index[-1] if tail_index else -1
     while i >= 0:
-        chain.add(i)
+        chain[i] = 1
         i = parent[i]
     return chain
 
 
 def plan_salvage(part: PartitionDir) -> SalvagePlan:
-    """Scan every segment of a partition and decide what is kept and what is lost. Reads only."""
+    """Scan every segment of a partition and decide what is kept and what is lost. Reads only.
+
+    Entries are numbered across the partition (a segment's first is `firsts[si]`); what is decided
+    per entry is held in arrays and byte masks by that number, not in objects per batch.
+    """
     segs = [s for s in part.segments if s.log is not None]
     plans: list[SegmentSalvage] = []
-    scanned: list[tuple[list[tuple[BatchHeader, str]], list[Finding]]] = []
-    candidates: list[tuple[int, int]] = []
-    where: list[tuple[int, int]] = []  # (segment index, entry index) of each candidate
-    rejected: dict[tuple[int, int], str] = {}
+    scanned: list[tuple[ScanEntries, list[Finding]]] = []
+    firsts: list[int] = []
+    lows: MutableSequence[int] = array("q")  # each candidate's offsets, and its entry
+    lasts: MutableSequence[int] = array("q")
+    where = array("q")
+    rejected: dict[int, str] = {}
+    total = 0
     for si, seg in enumerate(segs):
         next_base = segs[si + 1].base_offset if si + 1 < len(segs) else None
+        firsts.append(total)
         try:
             entries, findings, summary = _scan(seg)
         except OSError as exc:  # PathError: the segment cannot be read at all
             plans.append(SegmentSalvage(seg, None, unreadable=str(exc)))
-            scanned.append(([], []))
+            scanned.append((ScanEntries(), []))
             continue
         plans.append(SegmentSalvage(seg, summary))
         scanned.append((entries, findings))
         prev_end = 0
-        for ei, (h, _how) in enumerate(entries):
-            if not h.crc_ok:
+        for e, (position, size, crc_ok, magic, compression, base, last, count) in enumerate(
+            entries.fields(), total
+        ):
+            if not crc_ok:
                 continue
-            reason = _rejection(h, seg, next_base)
-            if reason is None and h.position < prev_end:
+            reason = _rejection(seg, next_base, magic, compression, base, last, count)
+            if reason is None and position < prev_end:
                 reason = f"it overlaps the checksum-valid batch that ends at {prev_end}"
-            prev_end = max(prev_end, h.position + h.size)
+            prev_end = max(prev_end, position + size)
             if reason is not None:
-                rejected[(si, ei)] = reason
+                rejected[e] = reason
                 continue
-            low = h.base_offset if h.base_offset is not None else h.last_offset
-            candidates.append((low, h.last_offset))
-            where.append((si, ei))
-    misplaced = _misplaced(candidates)
-    order = [ci for ci in range(len(candidates)) if ci not in misplaced]
-    chain = {order[j] for j in _increasing([candidates[ci] for ci in order])}
-    for ci, key in enumerate(where):
-        if ci not in chain:
-            rejected[key] = "its offsets (not covered by the checksum) break the partition's offset order"
-    kept_keys = {where[ci] for ci in chain}
+            low = base if base is not None else last
+            fits = _INT64_MIN <= low <= _INT64_MAX and _INT64_MIN <= last <= _INT64_MAX
+            if isinstance(lows, array) and not fits:
+                lows, lasts = list(lows), list(lasts)  # a forged offset past int64: lists hold any int
+            lows.append(low)
+            lasts.append(last)
+            where.append(e)
+        total += len(entries)
+    misplaced = _misplaced(lows, lasts)
+    chain = _increasing(lows, lasts, array("q", (c for c in range(len(lows)) if c not in misplaced)))
+    kept = bytearray(total)  # 1 for each entry kept
+    for c, e in enumerate(where):
+        if chain[c]:
+            kept[e] = 1
+        else:
+            rejected[e] = "its offsets (not covered by the checksum) break the partition's offset order"
+    del lows, lasts, where, chain
     for si, sp in enumerate(plans):
         entries, findings = scanned[si]
+        scanned[si] = (ScanEntries(), [])  # each segment's entries are let go once its kept are packed
         if sp.summary is None:
             continue
+        first = firsts[si]
         valid = sp.summary.valid_bytes
-        for ei, (h, how) in enumerate(entries):
-            if (si, ei) in kept_keys:
-                sp.kept.append(KeptBatch.of(sp.segment, h, how, h.position + h.size <= valid))
-        sp.regions = _regions(sp, entries, findings, kept_keys, rejected, si)
+        for ei in _marked(kept, first, first + len(entries), 1):
+            entries.keep(ei, sp.kept, sp.segment, valid)
+        sp.regions = _regions(sp, entries, findings, kept, first, rejected)
     _link(plans)
     for sp in plans:
         for r in sp.regions:
@@ -307,13 +348,21 @@ def plan_salvage(part: PartitionDir) -> SalvagePlan:
     return SalvagePlan(part, plans)
 
 
+def _marked(mask: bytearray, start: int, end: int, value: int) -> Iterator[int]:
+    """The indexes from `start` that `mask` marks `value` in `start..end`, relative to `start`."""
+    i = mask.find(value, start, end)
+    while i >= 0:
+        yield i - start
+        i = mask.find(value, i + 1, end)
+
+
 def _regions(
     sp: SegmentSalvage,
-    entries: list[tuple[BatchHeader, str]],
+    entries: ScanEntries,
     findings: list[Finding],
-    kept_keys: set[tuple[int, int]],
-    rejected: dict[tuple[int, int], str],
-    si: int,
+    kept: bytearray,
+    first: int,
+    rejected: dict[int, str],
 ) -> list[DamagedRegion]:
     """The byte ranges of a segment outside its kept batches, with what lies in them."""
     assert sp.summary is not None
@@ -331,10 +380,9 @@ def _regions(
             if r.start <= f.position < r.end:
                 r.findings.append(f)
                 break
-    for ei, (h, _how) in enumerate(entries):
-        if (si, ei) in kept_keys:
-            continue
-        reason = rejected.get((si, ei), "its checksum fails")
+    for ei in _marked(kept, first, first + len(entries), 0):
+        h = entries.header(ei)
+        reason = rejected.get(first + ei, "its checksum fails")
         for r in regions:
             if r.start <= h.position < r.end:
                 r.entries.append(DamagedEntry(h, reason))

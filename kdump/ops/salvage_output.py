@@ -195,16 +195,16 @@ def write_clean_partition(
         with open_buffer(seg.log) as buf:
             release = PageRelease(buf)
             start = end = 0  # the range of adjacent kept batches not written yet
-            for h in sp.kept.headers():
+            for position, size, magic, crc in sp.kept.checked():
                 # The checksum is verified again on the very bytes copied: a file that changed since
                 # it was scanned stops the salvage rather than put unverified bytes in.
-                _check_unchanged(buf, h, seg.log)
-                if h.position != end or end - start >= _WRITE_RUN:
+                _check_unchanged(buf, position, size, magic, crc, seg.log)
+                if position != end or end - start >= _WRITE_RUN:
                     fh.write(buf[start:end])
                     release(end)
-                    start = h.position
-                end = h.position + h.size
-                clean.log_bytes += h.size
+                    start = position
+                end = position + size
+                clean.log_bytes += size
             fh.write(buf[start:end])
         _close_synced(fh)
         clean.segments.append(f"{seg.name}.log")
@@ -245,16 +245,16 @@ _JSONL_BUFFER = 1 << 20
 _WRITE_RUN = 4 << 20
 
 
-def _check_unchanged(buf: memoryview, h: BatchHeader, log: Path) -> None:
-    end = h.position + h.size
-    if len(buf) >= end and h.magic == 2 and h.size >= V2_HEADER_SIZE:
+def _check_unchanged(buf: memoryview, position: int, size: int, magic: int, crc: int, log: Path) -> None:
+    end = position + size
+    if len(buf) >= end and magic == 2 and size >= V2_HEADER_SIZE:
         # The stored checksum and the checksum of the bytes now there, without a header object.
-        now_ok = _STORED_CRC.unpack_from(buf, h.position + 17)[0] == h.crc == v2_crc(buf, h.position, h.size)
+        now_ok = _STORED_CRC.unpack_from(buf, position + 17)[0] == crc == v2_crc(buf, position, size)
     else:
-        now = (decode_v2_header if h.magic == 2 else decode_legacy_header)(buf, h.position, h.size)
-        now_ok = len(buf) >= end and now.crc_ok and now.crc == h.crc
+        now = (decode_v2_header if magic == 2 else decode_legacy_header)(buf, position, size)
+        now_ok = len(buf) >= end and now.crc_ok and now.crc == crc
     if not now_ok:
-        raise KdumpError(f"{log} changed while it was being salvaged (batch at position {h.position})")
+        raise KdumpError(f"{log} changed while it was being salvaged (batch at position {position})")
 
 
 def _why_not_copied(name: str) -> str:

@@ -106,8 +106,11 @@ def build_report(result: SalvageResult, interval_bytes: int, interval_source: st
     """The whole report as a JSON-ready dictionary."""
     plan = result.plan
     part = plan.partition
-    # Two fields of each kept batch, read from the plan's packed slots: no list of every batch.
-    kept = [(k.how, k.broker_keeps) for sp in plan.segments for k in sp.kept]
+    # Two fields of each kept batch, read from the plan's packed slots: no object per batch.
+    kept = Counter(pair for sp in plan.segments for pair in sp.kept.hows())  # (how, broker_keeps)
+    hows: dict[str, int] = {}  # in the order they first come, as the batches are
+    for (how, _), n in kept.items():
+        hows[how] = hows.get(how, 0) + n
     clean = result.clean
     v = clean.verify
     regions = [_region_row(r, result.partial_by_batch) for r in plan.regions]
@@ -134,10 +137,10 @@ def build_report(result: SalvageResult, interval_bytes: int, interval_source: st
         "lost_offsets": [{"first": a, "last": b} for a, b in plan.lost_offsets],
         "not_read": plan.not_read,
         "batches": {
-            "kept": len(kept),
-            "broker_keeps": sum(1 for _, keeps in kept if keeps),
-            "past_the_recovery_point": sum(1 for _, keeps in kept if not keeps),
-            "how": dict(Counter(how for how, _ in kept)),
+            "kept": sum(kept.values()),
+            "broker_keeps": sum(n for (_, keeps), n in kept.items() if keeps),
+            "past_the_recovery_point": sum(n for (_, keeps), n in kept.items() if not keeps),
+            "how": hows,
             "how_explained": HOW,
         },
         "records": {

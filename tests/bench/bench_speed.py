@@ -1,15 +1,21 @@
 """The speed targets of the compiled batch walk, each command paired with its yardstick in one run.
 
 Usage:
-    python tests/bench/make_segments.py DIR [--full-size]  # once: DIR/{a,b,c}-0 (and {a,b,c}-1g-0)
-    python tests/bench/bench_speed.py DIR [--runs 7] [--shapes a,c] [--only NAME] [--full-size]
-
---full-size runs the same pairs on the 1 GiB segments (Kafka's default segment.bytes) of the same
-shapes: on one 135 MB segment the interpreter's start is most of a shallow verify's time.
+    with open(os.devnull, "wb") as null, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdout=null, stderr=err, env=env)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        took = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            # A side that fails (a peer's library missing) would make a meaningless ratio.
+            err.seek(0)
+            sys.exit(f"{' '.join(argv)} failed: {err.read().decode(errors='replace')[-500:]}")
+    return took, usage.ru_maxrss / 1024
 
 Every pair runs interleaved (A, B, A, B, ...) after one warm-up of each, whole process, output to
 /dev/null unless said; the ratio is taken run by run and its median printed with the medians of
-each side, their peak RSS and the load average:
+each side, their peak RSS and the load average (with `--before OLD`, a copy of the code before a
+change such as `git archive HEAD~1 kdump | tar -x -C OLD` with its compiled modules, every round
+runs each pair with that code too, in turn first, and A's time now against before is printed):
 
 - shallow: `kdump verify PART` against `cat SEGMENT` (target <= 2);
 - deep: `kdump verify --deep PART` against the aiokafka + json peer's dump (tests/bench/
@@ -35,13 +41,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def _run(argv: list[str], before: list[str] | None = None) -> tuple[float, float]:
+def _run(
+    argv: list[str], before: list[str] | None = None, env: dict[str, str] | None = None
+) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one run (`before` runs first, untimed)."""
     if before:
         subprocess.run(before, check=False)
     start = time.perf_counter()
     with open(os.devnull, "wb") as null, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(argv, stdout=null, stderr=err)
+        proc = subprocess.Popen(argv, stdout=null, stderr=err, env=env)
         _pid, status, usage = os.wait4(proc.pid, 0)
         took = time.perf_counter() - start
         if os.waitstatus_to_exitcode(status) != 0:
@@ -51,24 +59,53 @@ def _run(argv: list[str], before: list[str] | None = None) -> tuple[float, float
     return took, usage.ru_maxrss / 1024
 
 
-def pair(name: str, a: list[str], b: list[str], runs: int, setup: list[str] | None = None) -> None:
-    _run(a, setup)
-    _run(b, setup)
-    wa, wb, pa, pb = [], [], 0.0, 0.0
-    for _ in range(runs):
-        t, p = _run(a, setup)
-        wa.append(t)
-        pa = max(pa, p)
-        t, p = _run(b, setup)
-        wb.append(t)
-        pb = max(pb, p)
-    ratios = [x / y for x, y in zip(wa, wb, strict=True)]
-    print(
-        f"{name:<24} A {statistics.median(wa):7.3f} s ({pa:5.0f} MiB)  B {statistics.median(wb):7.3f} s "
-        f"({pb:5.0f} MiB)  A/B median {statistics.median(ratios):.3f} "
-        f"[{min(ratios):.3f}..{max(ratios):.3f}] of {runs}, load {os.getloadavg()[0]:.1f}",
-        flush=True,
+def _code_env(root: Path | None) -> dict[str, str] | None:
+    """The environment that runs the kdump under `root` (None: this one)."""
+    if root is None:
+        return None
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+
+
+def pair(
+    name: str,
+    a: list[str],
+    b: list[str],
+    runs: int,
+    setup: list[str] | None = None,
+    before: Path | None = None,
+) -> None:
+    """A against B, run by run; with `before` (a copy of the code before a change), each round runs
+    the pair with both codes, in turn first, and the line of each is printed."""
+    codes = (
+        {"now": _code_env(None)} if before is None else {"now": _code_env(None), "before": _code_env(before)}
     )
+    for env in codes.values():
+        _run(a, setup, env)
+        _run(b, setup, env)
+    wa: dict[str, list[float]] = {c: [] for c in codes}
+    wb: dict[str, list[float]] = {c: [] for c in codes}
+    pa = dict.fromkeys(codes, 0.0)
+    pb = dict.fromkeys(codes, 0.0)
+    for i in range(runs):
+        for code in list(codes)[:: -1 if i % 2 else 1]:
+            t, p = _run(a, setup, codes[code])
+            wa[code].append(t)
+            pa[code] = max(pa[code], p)
+            t, p = _run(b, setup, codes[code])
+            wb[code].append(t)
+            pb[code] = max(pb[code], p)
+    for code in codes:
+        ratios = [x / y for x, y in zip(wa[code], wb[code], strict=True)]
+        label = name if before is None else f"{name} ({code})"
+        print(
+            f"{label:<24} A {statistics.median(wa[code]):7.3f} s ({pa[code]:5.0f} MiB)  B "
+            f"{statistics.median(wb[code]):7.3f} s ({pb[code]:5.0f} MiB)  A/B median {statistics.median(ratios):.3f} "
+            f"[{min(ratios):.3f}..{max(ratios):.3f}] of {runs}, load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+    if before is not None:
+        now = [x / y for x, y in zip(wa["now"], wa["before"], strict=True)]
+        print(f"{name:<24} A now/before median {statistics.median(now):.3f} [{min(now):.3f}..{max(now):.3f}]")
 
 
 def main() -> None:
@@ -78,6 +115,11 @@ def main() -> None:
     ap.add_argument("--shapes", default="a,c")
     ap.add_argument("--only", default="")
     ap.add_argument("--full-size", action="store_true", help="the 1 GiB segments, DIR/<shape>-1g-0")
+    ap.add_argument(
+        "--before",
+        type=Path,
+        help="a copy of the code before a change (its root): each pair runs with both, interleaved",
+    )
     args = ap.parse_args()
     kdump = str(Path(sys.executable).with_name("kdump"))
     tmp = Path(tempfile.mkdtemp(prefix="kdump-speed-"))
@@ -116,7 +158,8 @@ def main() -> None:
             }
             for name, (a, b, setup, runs) in cases.items():
                 if not args.only or name in args.only.split(","):
-                    pair(f"{shape.upper()}{' 1 GiB' if args.full_size else ''}: {name}", a, b, runs, setup)
+                    label = f"{shape.upper()}{' 1 GiB' if args.full_size else ''}: {name}"
+                    pair(label, a, b, runs, setup, args.before)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

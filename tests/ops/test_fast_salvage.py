@@ -72,6 +72,21 @@ def test_a_built_partition_of_every_kind(tmp_path: Path) -> None:
     assert _same(part, tmp_path / "out") > 600
 
 
+def test_row_groups_across_segments_and_timestamp_types(tmp_path: Path) -> None:
+    """A row group of clean batches from two segments, CreateTime and LogAppendTime: the columns
+    of per-batch values (segment, position, timestampType) differ from row to row."""
+    part = tmp_path / "in" / "t-0"
+    first = SegmentBuilder(base_offset=0)
+    for i in range(6):
+        first.add_v2(records(4, value_size=30), log_append_time=1_700_000_000_000 + i if i % 2 else None)
+    first.write(part)
+    second = SegmentBuilder(base_offset=24)
+    for _ in range(3):
+        second.add_v2(records(3, value_size=10), codec=Codec.LZ4)
+    second.write(part)
+    assert _same(part, tmp_path / "out") == 33
+
+
 def test_every_corpus_partition(corpus_root: Path, tmp_path: Path) -> None:
     lines = 0
     for i, part in enumerate(

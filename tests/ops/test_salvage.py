@@ -161,6 +161,19 @@ def test_an_intact_partition_is_copied_whole(tmp_path: Path) -> None:
     assert result.ok
 
 
+def test_offsets_past_int64_are_planned_like_any_other(tmp_path: Path) -> None:
+    """The plan holds its candidates' offsets in arrays of int64; a forged segment whose last
+    offsets run past it is still planned (as before: each batch verifies, its offsets increase)."""
+    part = tmp_path / "in" / "t-0"
+    seg = SegmentBuilder(base_offset=2**63 - 30)
+    seg.add_v2(records(5))
+    seg.add_v2(records(40))
+    seg.write(part, indexes=False)
+    plan = plan_salvage(PartitionDir.load(part))
+    assert [k.header.last_offset for k in plan.kept] == [2**63 - 26, 2**63 + 14]
+    assert plan.regions == []
+
+
 # --- the output directory -------------------------------------------------------------------------
 
 
