@@ -1,21 +1,18 @@
 """The speed targets of the compiled batch walk, each command paired with its yardstick in one run.
 
 Usage:
-    with open(os.devnull, "wb") as null, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(argv, stdout=null, stderr=err, env=env)
-        _pid, status, usage = os.wait4(proc.pid, 0)
-        took = time.perf_counter() - start
-        if os.waitstatus_to_exitcode(status) != 0:
-            # A side that fails (a peer's library missing) would make a meaningless ratio.
-            err.seek(0)
-            sys.exit(f"{' '.join(argv)} failed: {err.read().decode(errors='replace')[-500:]}")
-    return took, usage.ru_maxrss / 1024
+    python tests/bench/make_segments.py DIR [--full-size]  # once: DIR/{a,b,c}-0 (and {a,b,c}-1g-0)
+    python tests/bench/bench_speed.py DIR [--runs 7] [--shapes a,c] [--only NAME] [--full-size] [--before OLD]
+
+--full-size runs the same pairs on the 1 GiB segments (Kafka's default segment.bytes) of the same
+shapes: on one 135 MB segment the interpreter's start is most of a shallow verify's time.
 
 Every pair runs interleaved (A, B, A, B, ...) after one warm-up of each, whole process, output to
 /dev/null unless said; the ratio is taken run by run and its median printed with the medians of
 each side, their peak RSS and the load average (with `--before OLD`, a copy of the code before a
 change such as `git archive HEAD~1 kdump | tar -x -C OLD` with its compiled modules, every round
-runs each pair with that code too, in turn first, and A's time now against before is printed):
+runs each pair with that code too, in turn first, and A's time now against before is printed). A
+side that fails stops the run:
 
 - shallow: `kdump verify PART` against `cat SEGMENT` (target <= 2);
 - deep: `kdump verify --deep PART` against the aiokafka + json peer's dump (tests/bench/
