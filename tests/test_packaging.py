@@ -117,6 +117,11 @@ def test_installed_wheel_runs_without_compiled_paths_and_finds_its_pages(wheel: 
     roff = kdump("man", "verify", "--roff")
     assert roff.stdout == (ROOT / "man" / "kdump-verify.1").read_text(encoding="utf-8")
     assert (env_dir / "share/man/man7/kdump-findings.7").is_file()
+    if shutil.which("man") is not None:  # man(1) derives its search path from PATH's bin directories
+        path = f"{env_dir / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+        man_env = {k: v for k, v in run_env.items() if k != "MANPATH"} | {"PATH": path}
+        found = subprocess.run(["man", "-w", "kdump-verify"], capture_output=True, text=True, env=man_env)
+        assert found.stdout.strip() == str(env_dir / "share/man/man1/kdump-verify.1"), found.stderr
 
     verify = kdump("verify", str(ROOT / "samples" / "logdir"))
     assert verify.returncode == 0, verify.stdout + verify.stderr
