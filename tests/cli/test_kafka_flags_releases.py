@@ -7,7 +7,9 @@ Each release's tool runs once per decoder over the internal-topic segments of th
 node), and kdump must print the same lines: the decoder text of that release (Kafka 3.x's and 4.0's
 transaction-log text, 4.1-4.3's numeric transaction states, 4.4's names), and only what that release
 knows of newer records (tagged fields it skips, record types and versions it refuses or reads as its
-own newest). A release's tool without the decoder flag stops at the flag, and so does kdump.
+own newest). A release's tool without the decoder flag stops at the flag, and so does kdump. The
+same for the plain deep dump of every other partition with its summaries, and for the tiered
+corpus's `__remote_log_metadata` with `--remote-log-metadata-decoder`.
 
 Needs Java and Maven (each release is fetched into the cache outside git); skips with the reason
 elsewhere, fails in CI.
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import tiered_corpus
 from brokers.fixtures import require_release
 from brokers.tools import dump_log_class, run_class
 from click.testing import Result
@@ -100,3 +103,28 @@ def test_kdump_prints_each_releases_deep_dump_and_summaries(
     # The cleaned segments' only gaps are before their first records: 3.x starts looking at the first
     # record, 4.0 to 4.2 print no summary at all.
     assert ("Non-consecutive offsets in" in kafka.stderr) == (_release(version) >= (4, 3))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", RELEASES)
+def test_kdump_prints_each_releases_remote_log_metadata(
+    version: str, tmp_path_factory: pytest.TempPathFactory, kdump: Callable[..., Result]
+) -> None:
+    """`__remote_log_metadata` of the tiered corpus (3.9.1's and 4.4.0's brokers, and the synthetic
+    records of every type and version) with `--remote-log-metadata-decoder`, which 3.8 does not have."""
+    release = require_release(version)
+    root = tiered_corpus.tiered_root(tmp_path_factory.getbasetemp())
+    files = sorted(root.glob("*/__remote_log_metadata-0/*.log"))
+    assert len(files) >= 3
+    args = ["--files", ",".join(map(str, files)), "--deep-iteration", "--print-data-log"]
+    args.append("--remote-log-metadata-decoder")
+    kafka = run_class(release, dump_log_class(release), *args, heap="1g", timeout=600)
+    ours = kdump("dump", *args, "--kafka-version", version)
+    assert ours.exit_code == kafka.returncode, kafka.stderr[-2000:]
+    assert ours.stdout == kafka.stdout
+    if kafka.returncode == 0:
+        assert ours.stderr == kafka.stderr
+        assert kafka.stdout.count("| offset:") >= 8
+    else:  # 3.8: joptsimple refuses the flag; Java adds a stack trace kdump has no use for
+        assert ours.stderr.splitlines()[0] == kafka.stderr.splitlines()[0]
+        assert _release(version) < (3, 9)
