@@ -14,10 +14,15 @@ from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, make_finding
 from kdump.scan.source import read_small_file
 
-# The decoders load with the first file of their kind: a clean partition given alone has none.
-TEXT_KINDS = frozenset(
-    {"leader-epoch-checkpoint", "offset-checkpoint", "partition-metadata", "meta-properties"}
-)
+# Each text state file's decoder in `kdump.formats.checkpoints`, by kind. The module loads with the
+# first file of such a kind: a clean partition given alone has none.
+_TEXT_DECODERS = {
+    "leader-epoch-checkpoint": "decode_leader_epoch_checkpoint",
+    "offset-checkpoint": "decode_offset_checkpoint",
+    "partition-metadata": "decode_partition_metadata",
+    "meta-properties": "decode_meta_properties",
+}
+TEXT_KINDS = frozenset(_TEXT_DECODERS)
 
 
 def check_snapshot(path: Path) -> list[Finding]:
@@ -46,13 +51,8 @@ def text_decoder(kind: str) -> Callable[[bytes], Any]:
     """The decoder of a text state file of this kind (one of `TEXT_KINDS`)."""
     from kdump.formats import checkpoints
 
-    decoders: dict[str, Callable[[bytes], Any]] = {
-        "leader-epoch-checkpoint": checkpoints.decode_leader_epoch_checkpoint,
-        "offset-checkpoint": checkpoints.decode_offset_checkpoint,
-        "partition-metadata": checkpoints.decode_partition_metadata,
-        "meta-properties": checkpoints.decode_meta_properties,
-    }
-    return decoders[kind]
+    decoder: Callable[[bytes], Any] = getattr(checkpoints, _TEXT_DECODERS[kind])
+    return decoder
 
 
 def check_text_state(path: Path, kind: str) -> list[Finding]:

@@ -149,7 +149,6 @@ def decode_metadata_record(value: Buffer | None) -> DecodedRecord:
         oracle=text,
         older=_older_reads(name, msg, data, reader.pos, api_key, version) if msg.since else (),
         value_type=msg,
-        value_version=version,
         value_unknown_tagged_fields=decoded.unknown_tagged_fields,
     )
 

@@ -339,14 +339,7 @@ def decode_offsets_record(key: Buffer | None, value: Buffer | None) -> DecodedRe
     decoded_value, layout, current = decode_value_layouts(value_msg, value_bytes, version, early)
     value_dict: dict[str, Any] = {"version": str(version), "data": decoded_value.data}
     text = OracleText(key=key_text, payload=kafka_json(value_dict))
-    if isinstance(current, DecodeError):
-        kafka4 = OracleText(
-            key_template="Error at offset {offset}, skipping. " + escape_template(str(current))
-        )
-    elif current is not decoded_value:
-        kafka4 = OracleText(key=key_text, payload=kafka_json({"version": str(version), "data": current.data}))
-    else:
-        kafka4 = text
+    kafka4 = text if current is decoded_value else value_text(key_text, version, current)
     return DecodedRecord(
         status="ok",
         value=value_dict,
@@ -357,7 +350,6 @@ def decode_offsets_record(key: Buffer | None, value: Buffer | None) -> DecodedRe
         value_trailing_bytes=len(value_bytes) - decoded_value.end,
         older=older + early_access_reads(key_text, value_bytes, version, early),
         value_type=value_msg if current is decoded_value else None,
-        value_version=version,
         **common,
     )
 
@@ -365,10 +357,18 @@ def decode_offsets_record(key: Buffer | None, value: Buffer | None) -> DecodedRe
 def _lenient_oracle(key_text: str, msg: MessageType, value: bytes, version: int) -> OracleText:
     """What Kafka 3.x prints for a value version it does not know: it reads it as the nearest known one."""
     try:
-        decoded = decode_part(msg, value, version, "value", lenient=True)
+        decoded: DecodedMessage | DecodeError = decode_part(msg, value, version, "value", lenient=True)
     except DecodeError as exc:
-        return OracleText(key_template="Error at offset {offset}, skipping. " + escape_template(str(exc)))
-    return OracleText(key=key_text, payload=kafka_json({"version": str(version), "data": decoded.data}))
+        decoded = exc
+    return value_text(key_text, version, decoded)
+
+
+def value_text(key_text: str, version: int, read: DecodedMessage | DecodeError) -> OracleText:
+    """What Kafka's tool prints of a coordinator record's value as it read it: its JSON, or where its
+    reader threw, the error in place of the key."""
+    if isinstance(read, DecodeError):
+        return OracleText(key_template="Error at offset {offset}, skipping. " + escape_template(str(read)))
+    return OracleText(key=key_text, payload=kafka_json({"version": str(version), "data": read.data}))
 
 
 def early_access_reads(
@@ -380,12 +380,8 @@ def early_access_reads(
         if not parse_release(first) <= (4, 0) <= parse_release(last or first):
             continue
         try:
-            decoded = decode_part(layout, value, version, "value")
+            decoded: DecodedMessage | DecodeError = decode_part(layout, value, version, "value")
         except DecodeError as exc:
-            text = OracleText(key_template="Error at offset {offset}, skipping. " + escape_template(str(exc)))
-        else:
-            text = OracleText(
-                key=key_text, payload=kafka_json({"version": str(version), "data": decoded.data})
-            )
-        return (((4, 0), (4, 1), text),)
+            decoded = exc
+        return (((4, 0), (4, 1), value_text(key_text, version, decoded)),)
     return ()

@@ -98,8 +98,7 @@ class DecodedRecord:
     """(low, high, text): what the tools of releases from `low` up to, not including, `high` print
     instead: a record type, version or layout they read otherwise."""
     value_type: MessageType | None = None
-    """The value's message and version, whose tagged fields added later an older tool does not print."""
-    value_version: int = -1
+    """The value's message, whose tagged fields added later an older tool does not print."""
     layout: str | None = None
     """Set when the value decoded only with an early-access layout (the Kafka releases that wrote it)."""
     raw_key: bytes | None = None
@@ -127,7 +126,7 @@ class DecodedRecord:
         msg = self.value_type
         if msg is None or release >= NEWEST_RELEASE or base.payload is None or not has_newer_fields(msg):
             return base
-        payload = payload_known_to(base.payload, msg, self.value_version, release)
+        payload = payload_known_to(base.payload, msg, release)
         return base if payload is base.payload else replace(base, payload=payload)
 
     def oracle_key_payload(

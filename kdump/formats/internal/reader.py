@@ -93,13 +93,13 @@ class Reader:
     def take(self, size: int, what: str = "bytes") -> bytes:
         if size < 0:
             raise CorruptFieldError(f"{what}: negative size {size}")
-        left = self.end - self.pos
-        if size > left:
+        pos, left = self.pos, max(self.end - self.pos, 0)
+        if size > left:  # `_need`'s check, with the words of Java's byte array reader
             raise TruncatedError(
-                f"{what}: needs {size} byte(s) at position {self.pos}, only {max(left, 0)} left",
-                java=f"Error reading byte array of {size} byte(s): only {max(left, 0)} byte(s) available",
+                f"{what}: needs {size} byte(s) at position {pos}, only {left} left",
+                java=f"Error reading byte array of {size} byte(s): only {left} byte(s) available",
             )
-        pos = self._need(size, what)
+        self.pos = pos + size
         return bytes(self.buf[pos : pos + size])
 
     def uvarint(self, what: str = "unsigned varint") -> int:

@@ -52,7 +52,7 @@ def version_since(msg: MessageType, version: int) -> KafkaRelease | None:
     return None
 
 
-def payload_known_to(payload: str, msg: MessageType, version: int, release: KafkaRelease) -> str:
+def payload_known_to(payload: str, msg: MessageType, release: KafkaRelease) -> str:
     """`payload` (`{..., "data": {...}}`, Kafka's JSON of a record) without the tagged fields `release`
     does not know. Unchanged (the same string) when it holds none."""
     try:
@@ -60,12 +60,14 @@ def payload_known_to(payload: str, msg: MessageType, version: int, release: Kafk
     except ValueError:
         return payload
     data = view.get("data") if isinstance(view, dict) else None
-    if not isinstance(data, dict) or not _strip(data, msg.struct, version, release):
+    if not isinstance(data, dict) or not _strip(data, msg.struct, release):
         return payload
     return kafka_json(view)
 
 
-def _strip(data: dict[str, Any], st: StructType, version: int, release: KafkaRelease) -> bool:
+def _strip(data: dict[str, Any], st: StructType, release: KafkaRelease) -> bool:
+    """Drop from `data` (a struct's JSON) the fields `release` does not know; whether any was there.
+    A field the record's version does not have is not in `data`: only the names are needed."""
     changed = False
     for f in st.fields:
         if f.name not in data:
@@ -80,7 +82,7 @@ def _strip(data: dict[str, Any], st: StructType, version: int, release: KafkaRel
         value = data[f.name]
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, dict):
-                changed = _strip(item, sub, version, release) or changed
+                changed = _strip(item, sub, release) or changed
     return changed
 
 

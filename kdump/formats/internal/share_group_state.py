@@ -27,14 +27,15 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kdump.errors import CorruptFieldError, DecodeError
+from kdump.errors import CorruptFieldError
 from kdump.formats.internal.consumer_offsets import (
     decode_part,
     decode_value_layouts,
     early_access_reads,
     read_version,
+    value_text,
 )
-from kdump.formats.internal.decoded import DecodedRecord, OracleText, escape_template
+from kdump.formats.internal.decoded import DecodedRecord, OracleText
 from kdump.formats.internal.schema import (
     INT8,
     INT16,
@@ -209,19 +210,12 @@ def decode_share_group_state_record(key: Buffer | None, value: Buffer | None) ->
     early = EARLY_ACCESS_LAYOUTS.get(value_msg.name, ())
     decoded_value, layout, current = decode_value_layouts(value_msg, value_bytes, version, early)
     value_dict: dict[str, Any] = {"version": str(version), "data": decoded_value.data}
-    if isinstance(current, DecodeError):
-        oracle = OracleText(
-            key_template="Error at offset {offset}, skipping. " + escape_template(str(current))
-        )
-    else:
-        oracle = OracleText(key=key_text, payload=kafka_json({"version": str(version), "data": current.data}))
     return DecodedRecord(
         status="ok",
         value=value_dict,
-        oracle=oracle,
+        oracle=value_text(key_text, version, current),
         older=early_access_reads(key_text, value_bytes, version, early),
         value_type=value_msg if current is decoded_value else None,
-        value_version=version,
         layout=layout,
         value_unknown_tagged_fields=decoded_value.unknown_tagged_fields,
         value_trailing_bytes=len(value_bytes) - decoded_value.end,

@@ -290,7 +290,6 @@ def decode_transaction_log_record(key: Buffer | None, value: Buffer | None) -> D
         oracle4=oracle4,
         oracle40=oracle40,
         value_type=TRANSACTION_LOG_VALUE,
-        value_version=version,
         value_unknown_tagged_fields=decoded.unknown_tagged_fields,
         value_trailing_bytes=len(value_bytes) - decoded.end,
         **common,
