@@ -18,6 +18,14 @@ from kdump.formats.fast_walk import compiled as compiled_walk
 HEAVY = ("pyspark", "py4j", "pyarrow", "rich", "lz4", "snappy", "zstandard")
 
 
+def _last_line(code: str) -> str:
+    """The last line a fresh interpreter running `code` prints."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
 def _heavy_modules_after(statement: str) -> list[str]:
     code = (
         "import json, sys\n"
@@ -25,10 +33,7 @@ def _heavy_modules_after(statement: str) -> list[str]:
         f"heavy = {HEAVY!r}\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & set(heavy))))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    loaded: list[str] = json.loads(_last_line(code))
     return loaded
 
 
@@ -81,10 +86,7 @@ def _loaded_by_verify(path: Path, *args: str, probe: tuple[str, ...] = NOT_FOR_S
         "import json\n"
         "print(json.dumps(loaded))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    loaded: list[str] = json.loads(_last_line(code))
     return loaded
 
 
@@ -173,9 +175,6 @@ def test_the_objects_of_a_run_are_frozen_before_the_process_ends() -> None:
         "from kdump.cli import main\n"
         "main()\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    frozen = int(done.stdout.strip().splitlines()[-1].split()[1])
+    frozen = int(_last_line(code).split()[1])
     # Every module verify loaded, its classes and functions: some 18,000 objects (none without the freeze).
     assert frozen > 10_000
