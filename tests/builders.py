@@ -16,7 +16,7 @@ from kdump.formats.control import encode_control_key, encode_end_txn_marker
 from kdump.formats.offset_index import encode_offset_index
 from kdump.formats.records import NewRecord, build_legacy_entry, build_v2_batch
 from kdump.formats.time_index import encode_time_index
-from kdump.ops.reindex import build_segment_indexes
+from kdump.ops.repair.reindex import build_segment_indexes
 
 BASE_TS = 1_700_000_000_000
 

@@ -1,7 +1,7 @@
 """The findings catalog is fully tested and fully documented.
 
 Every code in `kdump.findings.CATALOG` must be produced by at least one test (the union of the
-`COVERED_CODES` sets of tests/ops/test_verify_findings.py and tests/scan/test_scanner_findings.py,
+`COVERED_CODES` sets of tests/ops/checks/test_verify_findings.py and tests/scan/test_scanner_findings.py,
 plus that of any other test module declaring a module-level `COVERED_CODES`, for codes outside
 verify and the scanner) and described in `man/kdump-findings.7`. Adding a code without a test or
 without documentation fails here.
@@ -22,7 +22,7 @@ from kdump.findings import CATALOG, SEVERITY_OF, Consequence, FindingKind, Sever
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 COVERING_MODULES = {
-    "verify": TESTS / "ops" / "test_verify_findings.py",
+    "verify": TESTS / "ops" / "checks" / "test_verify_findings.py",
     "scanner": TESTS / "scan" / "test_scanner_findings.py",
 }
 MAN_PAGE = REPO / "man" / "kdump-findings.7"

@@ -205,7 +205,7 @@ def main() -> None:
             _end(int(code) if isinstance(code, int) else ExitCode.INTERNAL)
         _end(ExitCode.OK if cli.invoked in SHOW_COMMANDS else ExitCode.OUTPUT_CLOSED)
     except (_Interrupted, KeyboardInterrupt):
-        # Worker pools were stopped on the way out (kdump.ops.workers); say so in one line.
+        # Worker pools were stopped on the way out (kdump.ops.common.workers); say so in one line.
         _silence_stdout()
         _say("interrupted")
         _end(ExitCode.INTERRUPTED)
@@ -249,7 +249,7 @@ def _internal_error(exc: Exception) -> NoReturn:
 def _end(code: int) -> NoReturn:
     """Exit at once, after a closed pipe or Ctrl-C.
 
-    A worker pool stopped on the way here (kdump.ops.workers) may leave its manager thread blocked
+    A worker pool stopped on the way here (kdump.ops.common.workers) may leave its manager thread blocked
     reading a result that a terminated worker had half written; the interpreter joins that thread
     at exit and would wait forever. Nothing else is left to do: files were closed and temporary
     files removed as the stack unwound, and a log dir lock goes with the process.

@@ -12,7 +12,7 @@ import click
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import diag, discover_all, engine_options, format_option, progress_bar, resolve_format
 from kdump.model.partition import PartitionDir
-from kdump.ops.compare import PartitionComparison, compare_partition, exit_code, group_replicas
+from kdump.ops.replicas.compare import PartitionComparison, compare_partition, exit_code, group_replicas
 
 
 @click.command("compare")

@@ -18,8 +18,8 @@ from kdump.cli.output import (
     say_problems,
 )
 from kdump.cli.repair import LocalPath, check_backup_dir, interval_options, repair_options, write_rows
-from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, ReindexPlan, apply_reindex, plan_reindex
-from kdump.ops.topic_config import IntervalResolver
+from kdump.ops.common.topic_config import IntervalResolver
+from kdump.ops.repair.reindex import DEFAULT_INDEX_INTERVAL_BYTES, ReindexPlan, apply_reindex, plan_reindex
 
 
 @click.command("reindex")

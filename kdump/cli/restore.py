@@ -11,7 +11,7 @@ import click
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.repair import LocalPath
 from kdump.model.log_dir import discover
-from kdump.ops.safety import MANIFEST, log_dir_lock, restore
+from kdump.ops.repair.safety import MANIFEST, log_dir_lock, restore
 
 
 @click.command("restore")

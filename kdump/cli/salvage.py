@@ -15,8 +15,8 @@ from kdump.cli.repair import interval_options
 from kdump.errors import KdumpError
 from kdump.model.log_dir import discover
 from kdump.model.partition import PartitionDir
-from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES
-from kdump.ops.topic_config import IntervalResolver
+from kdump.ops.common.topic_config import IntervalResolver
+from kdump.ops.repair.reindex import DEFAULT_INDEX_INTERVAL_BYTES
 from kdump.render.rows import ENCODINGS
 
 
@@ -78,7 +78,7 @@ def salvage_command(
       kdump salvage /var/lib/kafka/data/orders-0 --out /srv/salvage/orders-0
       kdump salvage --format json orders-0 --out /tmp/s | jq .lost_offsets
     """
-    from kdump.ops.salvage_output import salvage
+    from kdump.ops.salvage.output import salvage
     from kdump.render.salvage import batch_lines, record_lines, text_report
 
     fmt = resolve_format(fmt)

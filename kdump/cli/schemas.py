@@ -45,8 +45,8 @@ def schemas_command(paths: tuple[str, ...], fmt: str, show_schema: bool, write_d
       kdump schemas --format json --show-schema /var/lib/kafka/data/_schemas-0
       kdump schemas --write rebuilt-registry /backup/broker1
     """
-    from kdump.ops.schema_catalog import read_schemas_log, schemas_partitions
-    from kdump.ops.schema_export import summary_row, version_row, write_schemas
+    from kdump.ops.payloads.schema_catalog import read_schemas_log, schemas_partitions
+    from kdump.ops.payloads.schema_export import summary_row, version_row, write_schemas
     from kdump.render.text import finding_line
 
     given = [Path(p) for p in paths]

@@ -24,8 +24,8 @@ from kdump.cli.output import (
 from kdump.errors import KdumpError
 from kdump.findings import Severity
 from kdump.model.log_dir import expand
-from kdump.ops.tiered import TieredContext
-from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
+from kdump.ops.checks.verify import PartitionReport, VerifyOptions, verify_targets
+from kdump.ops.tiered.partitions import TieredContext
 
 
 @click.command("verify")
@@ -188,7 +188,7 @@ def verify_stores(stores: list[Path], tiered: TieredContext, options: VerifyOpti
     if not stores:
         return  # without loading the remote store's modules
     from kdump.model.remote_store import RemoteStore
-    from kdump.ops.remote_verify import verify_remote_store
+    from kdump.ops.checks.remote import verify_remote_store
 
     for path in stores:
         yield from verify_remote_store(RemoteStore.load(path), tiered.store_metadata(), options)

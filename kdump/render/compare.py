@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kdump.findings import Severity
-from kdump.ops.compare import (
+from kdump.ops.replicas.compare import (
     Divergence,
     PartitionComparison,
     Side,
@@ -15,7 +15,7 @@ from kdump.ops.compare import (
     Uncomparable,
     broker_cache,
 )
-from kdump.ops.replica import Replica
+from kdump.ops.replicas.replica import Replica
 from kdump.render.rows import finding_row
 from kdump.render.text import finding_line
 

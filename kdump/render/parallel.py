@@ -28,7 +28,10 @@ from typing import IO, Any
 from kdump.findings import Finding, Severity
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.dump import (
+from kdump.ops.common.workers import worker_pool
+from kdump.ops.dump.files import CONTEXT, FileStart
+from kdump.ops.dump.internal import InternalRecord
+from kdump.ops.dump.stream import (
     UNCHECKED,
     DumpEvent,
     DumpOptions,
@@ -37,10 +40,7 @@ from kdump.ops.dump import (
     decode_expanded,
     expand_batches,
 )
-from kdump.ops.files import CONTEXT, FileStart
-from kdump.ops.internal import InternalRecord
-from kdump.ops.payload_events import PayloadTally
-from kdump.ops.workers import worker_pool
+from kdump.ops.payloads.events import PayloadTally
 from kdump.render import fast_lines
 from kdump.scan.events import ScanSummary
 from kdump.scan.source import open_buffer

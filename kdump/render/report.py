@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kdump.findings import Severity
-from kdump.ops.verify import PartitionReport
+from kdump.ops.checks.verify import PartitionReport
 
 # `render.rows` and `render.text` (record and payload rendering, the internal topics' decoders) are
 # imported where a finding is rendered: a clean verify never loads them.

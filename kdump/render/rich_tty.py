@@ -16,8 +16,8 @@ from typing import IO, TYPE_CHECKING, Any
 from kdump.findings import Finding, Severity
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.files import Entry, FileStart
-from kdump.ops.internal import InternalRecord
+from kdump.ops.dump.files import Entry, FileStart
+from kdump.ops.dump.internal import InternalRecord
 from kdump.render import rows
 from kdump.render.text import entry_line, finding_line, summary_line
 from kdump.scan.events import ScanSummary

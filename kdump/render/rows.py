@@ -19,13 +19,13 @@ from kdump.formats.constants import CODEC_LABELS, ControlType, TimestampType
 from kdump.formats.control import decode_control_key, decode_end_txn_marker
 from kdump.formats.filenames import parse_partition_dir_name
 from kdump.formats.records import Record
-from kdump.ops.files import Entry, FileStart
-from kdump.ops.payload_events import PayloadRecord
+from kdump.ops.dump.files import Entry, FileStart
+from kdump.ops.payloads.events import PayloadRecord
 from kdump.scan.events import ScanSummary
 
 if TYPE_CHECKING:
     # Only for annotations: the internal-topic decoders cost ~10 ms to import at every start.
-    from kdump.ops.internal import InternalRecord
+    from kdump.ops.dump.internal import InternalRecord
 
 ENCODINGS = ("utf8", "hex", "base64")
 

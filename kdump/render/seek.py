@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from kdump.ops.seek import SeekResult
+from kdump.ops.seek.by_time import SeekResult
 
 if TYPE_CHECKING:
     from rich.console import Console

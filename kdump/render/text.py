@@ -16,15 +16,15 @@ from kdump.errors import DecodeError
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.files import Entry, FileStart
-from kdump.ops.payload_events import PayloadRecord, PayloadTally
+from kdump.ops.dump.files import Entry, FileStart
+from kdump.ops.payloads.events import PayloadRecord, PayloadTally
 from kdump.render import rows
 from kdump.render.kafka_decoded import NEWEST_KAFKA, kafka_decoded_text
 from kdump.scan.events import ScanSummary
 
 if TYPE_CHECKING:
     # Only for annotations: the internal-topic decoders cost ~10 ms to import at every start.
-    from kdump.ops.internal import InternalRecord
+    from kdump.ops.dump.internal import InternalRecord
 
 
 _SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
@@ -201,7 +201,7 @@ def entry_line(e: Entry) -> str:
 
 def write_text(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") -> None:
     """Write dump events as text lines."""
-    from kdump.ops.internal import InternalRecord
+    from kdump.ops.dump.internal import InternalRecord
 
     batch: BatchHeader | None = None
     buf: list[str] = []

@@ -19,8 +19,8 @@ from kdump.errors import PathError
 from kdump.findings import make_finding
 from kdump.formats.batch import BatchHeader
 from kdump.model.log_dir import discover
-from kdump.ops.segment_check import check_segment
-from kdump.ops.verify import file_report, partition_report
+from kdump.ops.checks.segment import check_segment
+from kdump.ops.checks.verify import file_report, partition_report
 from kdump.render import fast_lines
 from kdump.render.rows import codec_label
 from kdump.scan.log_scanner import decode_batch_records, scan_log

@@ -24,7 +24,7 @@ from corruptions import (
     truncate_inside,
 )
 
-from kdump.ops.safety import MANIFEST
+from kdump.ops.repair.safety import MANIFEST
 
 Kdump = Callable[..., Result]
 SEG0 = "00000000000000000000"

@@ -32,11 +32,11 @@ from kdump.findings import CATALOG, Finding, Severity, make_finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.internal import decode_offsets_record
 from kdump.formats.records import Record
-from kdump.ops.files import FileStart
-from kdump.ops.internal import InternalRecord
-from kdump.ops.payloads import Decoded, PayloadRecord
-from kdump.ops.trim import TrimPlan
-from kdump.ops.verify import PartitionReport
+from kdump.ops.checks.verify import PartitionReport
+from kdump.ops.dump.files import FileStart
+from kdump.ops.dump.internal import InternalRecord
+from kdump.ops.payloads.decode import Decoded, PayloadRecord
+from kdump.ops.repair.trim import TrimPlan
 from kdump.render import report, rows
 from kdump.scan.events import ScanSummary, StopReason
 
@@ -699,7 +699,7 @@ def test_compare_json_is_documented(kdump: Run, corpus_root: Path, tmp_path: Pat
 
 
 def test_compare_divergence_and_fleet_rows_are_documented() -> None:
-    from kdump.ops.compare import Divergence, Side
+    from kdump.ops.replicas.compare import Divergence, Side
     from kdump.render.compare import divergence_row
     from kdump.spark.compare import COLUMNS
 

@@ -15,8 +15,8 @@ from builders import build_partition
 from corruptions import flip_body_byte
 from test_docs_in_step import MAN, REPO, plain_text, sections, unescape
 
-from kdump.ops.salvage_output import PARTIAL_JSONL, RECORDS_JSONL, RECORDS_PARQUET, REPORT_JSON
-from kdump.ops.salvage_report import SPARK_REPLAY
+from kdump.ops.salvage.output import PARTIAL_JSONL, RECORDS_JSONL, RECORDS_PARQUET, REPORT_JSON
+from kdump.ops.salvage.report import SPARK_REPLAY
 
 PAGE = (MAN / "kdump-salvage.1").read_text(encoding="utf-8")
 

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kdump.model.log_dir import discover
-from kdump.ops.verify import VerifyOptions, verify_targets
+from kdump.ops.checks.verify import VerifyOptions, verify_targets
 
 SEG0 = "00000000000000000000"
 REPO = Path(__file__).resolve().parents[2]

@@ -23,9 +23,9 @@ from kdump.findings import Severity
 from kdump.formats.batch import BatchHeader, decode_v2_header
 from kdump.formats.records import NewRecord, Record, build_v2_batch
 from kdump.model.log_dir import discover
-from kdump.ops.dump import DumpOptions, dump_targets
-from kdump.ops.files import FileStart
-from kdump.ops.verify import VerifyOptions, verify_targets
+from kdump.ops.checks.verify import VerifyOptions, verify_targets
+from kdump.ops.dump.files import FileStart
+from kdump.ops.dump.stream import DumpOptions, dump_targets
 from kdump.render.rich_tty import Col, cell, common_root, fitted_table, printable, verify_table, write_rich
 
 WIDTHS = [80, 120]

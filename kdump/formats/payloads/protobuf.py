@@ -5,7 +5,7 @@ picked by the payload's message-index list, the value shown as the runtime's can
 
 A registry stores a Protobuf schema as .proto text (Confluent's registry, in `_schemas`) or as a
 base64 `FileDescriptorProto` (what confluent-kafka's Python serializer registers). The second is
-read here; .proto text is compiled by `kdump.ops.proto_text` (it needs the compiler and files).
+read here; .proto text is compiled by `kdump.ops.payloads.proto_text` (it needs the compiler and files).
 """
 
 from __future__ import annotations
