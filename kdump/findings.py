@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
-from pathlib import Path
 from typing import Any
 
 
@@ -753,29 +752,6 @@ class Finding:
     def kind(self) -> FindingKind:
         """The catalog entry of this finding's code."""
         return CATALOG[self.code]
-
-    @property
-    def repair(self) -> str | None:
-        """The kdump command that repairs it, with this finding's partition (and offset) filled in."""
-        template = CATALOG[self.code].repair
-        if template is None:
-            return None
-        from kdump.store.locations import is_stored
-
-        if is_stored(self.file):
-            # Repairs work on local files only: name the copy to repair, keeping the URL whole.
-            where = f"a local copy of {self.file.rsplit('/', 1)[0]}"
-        else:
-            import shlex
-
-            where = shlex.quote(str(Path(self.file).parent))
-        command = template.replace("PARTITION", where)
-        if self.details.get("salvage_first"):
-            # Valid data lies past the cut the trim makes: get it out first.
-            command = f"kdump salvage --out DIR {where} && {command}"
-        if self.offset is not None:
-            command = command.replace("OFFSET", str(self.offset))
-        return command
 
 
 def make_finding(

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from kdump.cli.output import diag
-from kdump.ops.payloads.events import SOURCES, TYPES, PayloadOptions
+from kdump.ops.dump.payload_events import SOURCES, TYPES, PayloadOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -26,7 +26,7 @@ from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.dump.files import FileStart
 from kdump.ops.dump.internal import InternalRecord
-from kdump.ops.payloads.events import PayloadRecord
+from kdump.ops.dump.payload_events import PayloadRecord
 from kdump.render import rows
 from kdump.render.text import finding_line
 

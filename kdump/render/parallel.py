@@ -31,6 +31,7 @@ from kdump.formats.records import Record
 from kdump.ops.common.workers import worker_pool
 from kdump.ops.dump.files import CONTEXT, FileStart
 from kdump.ops.dump.internal import InternalRecord
+from kdump.ops.dump.payload_events import PayloadTally
 from kdump.ops.dump.stream import (
     UNCHECKED,
     DumpEvent,
@@ -40,7 +41,6 @@ from kdump.ops.dump.stream import (
     decode_expanded,
     expand_batches,
 )
-from kdump.ops.payloads.events import PayloadTally
 from kdump.render import fast_lines
 from kdump.scan.events import ScanSummary
 from kdump.scan.source import open_buffer

@@ -19,9 +19,9 @@ from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.dump.files import CONTEXT, FileStart
+from kdump.ops.dump.payload_events import PayloadRecord, PayloadTally
 from kdump.ops.dump.stream import DumpOptions, batches_span, count_finding, decode_expanded, expand_batches
 from kdump.ops.payloads.decode import PayloadDecoder, attach_payloads, count_findings, registered_decoder
-from kdump.ops.payloads.events import PayloadRecord, PayloadTally
 from kdump.render import rows
 from kdump.scan.events import ScanSummary
 from kdump.scan.source import open_buffer

@@ -20,8 +20,9 @@ from kdump.formats.control import decode_control_key, decode_end_txn_marker
 from kdump.formats.filenames import parse_partition_dir_name
 from kdump.formats.records import Record
 from kdump.ops.dump.files import Entry, FileStart
-from kdump.ops.payloads.events import PayloadRecord
+from kdump.ops.dump.payload_events import PayloadRecord
 from kdump.scan.events import ScanSummary
+from kdump.store.hints import repair_command
 
 if TYPE_CHECKING:
     # Only for annotations: the internal-topic decoders cost ~10 ms to import at every start.
@@ -224,7 +225,7 @@ def finding_row(f: Finding) -> dict[str, Any]:
         "position": f.position,
         "offset": f.offset,
         "message": f.message,
-        "repair": f.repair,
+        "repair": repair_command(f),
     }
     for k, v in f.details.items():
         row.setdefault(k, v)

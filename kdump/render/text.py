@@ -17,10 +17,11 @@ from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.ops.dump.files import Entry, FileStart
-from kdump.ops.payloads.events import PayloadRecord, PayloadTally
+from kdump.ops.dump.payload_events import PayloadRecord, PayloadTally
 from kdump.render import rows
 from kdump.render.kafka_decoded import NEWEST_KAFKA, kafka_decoded_text
 from kdump.scan.events import ScanSummary
+from kdump.store.hints import repair_command
 
 if TYPE_CHECKING:
     # Only for annotations: the internal-topic decoders cost ~10 ms to import at every start.
@@ -163,7 +164,7 @@ def finding_line(f: Finding) -> str:
     """One finding: severity, code, file:position, offset, message, repair."""
     where = f.file if f.position is None else f"{f.file}:{f.position}"
     offset = "" if f.offset is None else f" offset {f.offset}"
-    repair = f" (repair: {f.repair})" if f.repair else ""
+    repair = f" (repair: {repair_command(f)})" if repair_command(f) else ""
     return f"{f.severity.label.upper()} {f.code} at {where}{offset}: {f.message}{repair}"
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 
 from kdump.formats.batch import BatchHeader
+from kdump.ops.dump.payload_events import RAW, PayloadOptions, PayloadRecord
 from kdump.ops.payloads.decode import registered_decoder
-from kdump.ops.payloads.events import RAW, PayloadOptions, PayloadRecord
 from kdump.render import jsonl
 from kdump.scan.log_scanner import decode_batch_records
 from kdump.spark.arrow_rows import _headers_of, _readable_slices, _RecordChunk

@@ -31,7 +31,7 @@ from kdump.scan.log_scanner import decode_batch_records, scan_log
 from kdump.scan.source import open_buffer
 
 if TYPE_CHECKING:
-    from kdump.ops.payloads.events import PayloadOptions
+    from kdump.ops.dump.payload_events import PayloadOptions
 
 DumpEvent = Event | FileStart | Entry | InternalRecord
 
@@ -225,13 +225,7 @@ def dump_item(item: DumpItem, options: DumpOptions) -> Iterator[DumpEvent]:
         yield item.note
     elif item.is_log:
         events = dump_log(item.path, options, base_offset=item.base_offset, label=item.label, item=item)
-        decoded = attach_decoded(events, item.decoder if options.records else None, item.label)
-        payloads = options.payloads
-        if payloads is not None and payloads.decoding and options.records and item.decoder is None:
-            from kdump.ops.payloads.decode import attach_payloads, registered_decoder
-
-            decoded = attach_payloads(decoded, registered_decoder(payloads), item.label)
-        yield from decoded
+        yield from attach_decoded(events, item.decoder if options.records else None, item.label)
     else:
         yield from dump_state_file(item.path, file_kind(item.path), item.label)
 

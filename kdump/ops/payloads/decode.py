@@ -33,7 +33,7 @@ from kdump.formats.payloads.wire import (
     prefix_framing,
 )
 from kdump.formats.records import Record
-from kdump.ops.payloads.events import RAW, Decoded, PayloadOptions, PayloadRecord, PayloadTally
+from kdump.ops.dump.payload_events import RAW, Decoded, PayloadOptions, PayloadRecord, PayloadTally
 from kdump.ops.payloads.schema_catalog import (
     SchemaCatalog,
     SchemaEntry,

@@ -20,7 +20,7 @@ from kdump.formats.batch import BatchHeader
 from kdump.formats.payloads.schemas_topic import LIVE, Reference, SchemasLog, SchemaVersion, schema_guid
 from kdump.formats.payloads.wire import SchemaRef
 from kdump.formats.records import Record
-from kdump.ops.payloads.events import SOURCES
+from kdump.ops.dump.payload_events import SOURCES
 from kdump.ops.payloads.registry_client import RegistryClient
 
 SCHEMAS_TOPIC = "_schemas"

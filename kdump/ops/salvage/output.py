@@ -17,12 +17,11 @@ import json
 import os
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from kdump.errors import DecodeError, KdumpError, PathError, RefusedError
-from kdump.findings import Finding, Severity
 from kdump.formats import fast_records
 from kdump.formats.arrow_columns import payload_of
 from kdump.formats.batch import BatchHeader, decode_legacy_header, decode_v2_header, v2_crc
@@ -33,19 +32,20 @@ from kdump.formats.records import Record
 from kdump.model.entries import list_dir
 from kdump.model.log_dir import Target, looks_like_partition_dir
 from kdump.model.partition import PartitionDir
-from kdump.ops.checks.verify import PartitionReport, VerifyOptions, verify_targets
+from kdump.ops.checks.verify import VerifyOptions, verify_targets
 from kdump.ops.repair.reindex import DEFAULT_INDEX_INTERVAL_BYTES, plan_partition
 from kdump.ops.repair.safety import fsync_dir
 from kdump.ops.salvage.partial import partial_batches
 from kdump.ops.salvage.plan import SalvagePlan, plan_salvage
 from kdump.ops.salvage.read import PageRelease, batch_records, kept_batches
+from kdump.ops.salvage.report import build_report
+from kdump.ops.salvage.result import CleanPartition, SalvageResult
 from kdump.scan.source import open_buffer, read_small_file
 
 RECORDS_JSONL = "records.jsonl"
 RECORDS_PARQUET = "records.parquet"
 PARTIAL_JSONL = "partial-unverified.jsonl"
 REPORT_JSON = "report.json"
-RECORDS_MISSING = ("record-decode-failed", "decompression-failed", "codec-unavailable")
 
 _STORED_CRC = struct.Struct(">I")
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -161,20 +161,6 @@ def _close_synced(fh: IO[Any]) -> None:
     fh.close()
 
 
-@dataclass(slots=True)
-class CleanPartition:
-    """What the clean partition directory holds."""
-
-    path: Path
-    segments: list[str] = field(default_factory=list)
-    log_bytes: int = 0
-    batches: int = 0
-    index_files: list[str] = field(default_factory=list)
-    copied: list[str] = field(default_factory=list)
-    omitted: dict[str, str] = field(default_factory=dict)  # file -> why it is not there
-    verify: PartitionReport | None = None
-
-
 def write_clean_partition(
     plan: SalvagePlan, out: OutputDir, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
 ) -> CleanPartition:
@@ -281,35 +267,6 @@ def _copy_partition_metadata(part: PartitionDir, out: OutputDir, clean: CleanPar
     clean.copied.append(PARTITION_METADATA)
 
 
-@dataclass(slots=True)
-class SalvageResult:
-    """A finished salvage: the plan, what was written, and the report."""
-
-    plan: SalvagePlan
-    out: Path
-    clean: CleanPartition
-    records: int = 0
-    control_records: int = 0
-    partial_records: int = 0
-    partial_dropped: int = 0
-    partial_by_batch: dict[tuple[str, int], int] = field(default_factory=dict)
-    # Findings of kept batches' records (`--deep` checks): the ones that lose records fail the salvage.
-    record_findings: list[Finding] = field(default_factory=list)
-    parquet: bool = False
-    report: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        """The clean partition verified without errors and every kept batch's records decoded."""
-        v = self.clean.verify
-        return v is not None and v.count(Severity.ERROR) == 0 and not self.decode_failures
-
-    @property
-    def decode_failures(self) -> list[Finding]:
-        """Record findings that mean records of a kept batch are missing."""
-        return [f for f in self.record_findings if f.code in RECORDS_MISSING]
-
-
 def salvage(
     part: PartitionDir,
     out: Path,
@@ -323,8 +280,6 @@ def salvage(
 ) -> SalvageResult:
     """Salvage a partition directory into `out`: clean partition, records, partial records, report;
     `progress` is told the bytes of each kept batch as its records are written."""
-    from kdump.ops.salvage.report import build_report
-
     plan = plan_salvage(part)
     if parquet:
         from kdump.ops.salvage.parquet import load_pyarrow

@@ -16,7 +16,7 @@ from kdump.ops.salvage.kept import HOW, KeptBatch
 from kdump.ops.salvage.plan import DamagedRegion
 
 if TYPE_CHECKING:
-    from kdump.ops.salvage.output import SalvageResult
+    from kdump.ops.salvage.result import SalvageResult
 
 REPORT_VERSION = 1
 

@@ -40,12 +40,12 @@ from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, make_finding
 from kdump.formats import checkpoints
 from kdump.formats.batch import BatchHeader
-from kdump.model.index_view import ReadLedger
 from kdump.model.partition import PartitionDir
-from kdump.model.segment_time import SegmentMax
+from kdump.model.segment_time import SegmentMax, largest_timestamp, start_for_time
 from kdump.model.segment_view import SegmentView
 from kdump.ops.seek.result import SeekResult as SeekResult
 from kdump.ops.seek.tiered import (
+    SeekRun,
     needs_tiering,
     partition_tiering,
     remote_start_answer,
@@ -158,7 +158,7 @@ def seek_partition(
 # --- the search ---------------------------------------------------------------------------------
 
 
-class _Run(ReadLedger):
+class _Run(SeekRun):
     """One partition's query: its segments, notes, and (as a ledger) findings and cost counters."""
 
     def __init__(
@@ -255,7 +255,7 @@ class _Run(ReadLedger):
         for i in range(len(self.segments)):
             with ExitStack() as stack:
                 sv = self.view(i, stack)
-                largest = sv.largest
+                largest = largest_timestamp(sv)
                 if largest.timestamp < t:
                     continue
                 return self._search(sv, t, lso, largest)
@@ -289,7 +289,7 @@ class _Run(ReadLedger):
                 f"modification time ({largest.timestamp}), which chose it"
             )
         fallbacks = self.fallbacks
-        start_offset, held = sv.start_for_time(t)
+        start_offset, held = start_for_time(sv, t)
         lookup = max(start_offset, lso)
         if held is not None and lookup == start_offset:
             # The checked batch holding O: the broker's offset index lookup lands at or before it,
@@ -419,7 +419,7 @@ class _Run(ReadLedger):
         saw_v0 = False
         for i in range(len(self.segments)):
             with ExitStack() as stack:
-                largest = self.view(i, stack).largest
+                largest = largest_timestamp(self.view(i, stack))
                 saw_v0 = saw_v0 or largest.saw_v0
                 # maxBy(_.maxTimestampSoFar): the first segment wins ties; no mtime here.
                 if best is None or largest.max_timestamp_so_far > best[0]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kdump.findings import Finding
+from kdump.store.hints import repair_command
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +83,7 @@ class SeekResult:
                     "position": f.position,
                     "offset": f.offset,
                     "message": f.message,
-                    "repair": f.repair,
+                    "repair": repair_command(f),
                 }
                 for f in self.findings
             ],

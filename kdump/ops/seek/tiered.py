@@ -26,10 +26,12 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from kdump.model.index_view import ReadLedger
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
+from kdump.model.segment_time import largest_timestamp
 from kdump.model.segment_view import SegmentView
 from kdump.ops.tiered.partitions import (
     EpochEntries,
@@ -46,10 +48,40 @@ from kdump.ops.tiered.remote_metadata import (
 )
 
 if TYPE_CHECKING:
-    from kdump.ops.seek.by_time import _Run
+    from kdump.model.segment_time import SegmentMax
     from kdump.ops.seek.result import SeekResult
 
 TIERED_TARGETS = ("earliest-local", "latest-tiered", "earliest-pending-upload")
+
+
+class SeekRun(ReadLedger):
+    """What the tiered answers need of one partition's query (`kdump.ops.seek.by_time` runs it, as a
+    ledger of findings and cost): its state, and the local answers they fall back to."""
+
+    ctx: TieredContext | None
+    part: PartitionDir
+    segments: list[Segment]
+    notes: list[str]
+    epochs: EpochEntries
+    log_start_offset: int | None
+    local_log_start_offset: int | None
+    tiered: bool | None
+    tiering: Tiering | None
+
+    def view(self, i: int, stack: ExitStack) -> SegmentView:
+        raise NotImplementedError
+
+    def result(self, target: str, target_timestamp: int | None, **kw: Any) -> SeekResult:
+        raise NotImplementedError
+
+    def search_segment(self, sv: SegmentView, t: int, lso: int, largest: SegmentMax) -> SeekResult | None:
+        raise NotImplementedError
+
+    def seek_earliest(self, target: str = "earliest") -> SeekResult:
+        raise NotImplementedError
+
+    def start_answer(self, target: str, lso: int | None, epoch: int | None) -> SeekResult:
+        raise NotImplementedError
 
 
 def needs_tiering(target: object) -> bool:
@@ -64,7 +96,7 @@ def partition_tiering(part: PartitionDir, log_dir: Path | None, ctx: TieredConte
     return tiering(part, log_dir, ctx.configs)
 
 
-def _remote_log(run: _Run) -> tuple[PartitionRemoteLog | None, str | None]:
+def _remote_log(run: SeekRun) -> tuple[PartitionRemoteLog | None, str | None]:
     """The partition's remote log from the metadata, or why there is none to read."""
     if run.ctx is None or run.part.topic is None or run.part.partition is None:
         return None, "no __remote_log_metadata was consulted"
@@ -78,7 +110,7 @@ def _remote_log(run: _Run) -> tuple[PartitionRemoteLog | None, str | None]:
     return remote, None
 
 
-def _log_end_offset(run: _Run) -> int | None:
+def _log_end_offset(run: SeekRun) -> int | None:
     if not run.segments:
         return run.log_start_offset
     with ExitStack() as stack:
@@ -89,7 +121,7 @@ def _log_end_offset(run: _Run) -> int | None:
     return max(leo, lso) if lso is not None else leo
 
 
-def seek_tiered_target(run: _Run, target: str) -> SeekResult:
+def seek_tiered_target(run: SeekRun, target: str) -> SeekResult:
     """Answer `earliest-local`, `latest-tiered` or `earliest-pending-upload`."""
     if run.tiered is None:
         assert run.tiering is not None
@@ -129,7 +161,7 @@ def seek_tiered_target(run: _Run, target: str) -> SeekResult:
     return run.result(target, None, offset=pending, leader_epoch=epoch_for_offset(run.epochs, pending))
 
 
-def remote_start_answer(run: _Run, target: str, offset: int, epoch: int | None) -> SeekResult:
+def remote_start_answer(run: SeekRun, target: str, offset: int, epoch: int | None) -> SeekResult:
     """An answer at an offset below the local log: the remote segment that holds it, where known."""
     remote, why = _remote_log(run)
     seg = None
@@ -158,7 +190,7 @@ def remote_start_answer(run: _Run, target: str, offset: int, epoch: int | None) 
         )
 
 
-def _remote_files(run: _Run, remote: PartitionRemoteLog | None, seg: RemoteSegment) -> Segment | None:
+def _remote_files(run: SeekRun, remote: PartitionRemoteLog | None, seg: RemoteSegment) -> Segment | None:
     """The remote segment's files in the remote store given, as a `Segment`; None without them."""
     if run.ctx is None or run.ctx.store is None or remote is None:
         return None
@@ -189,7 +221,7 @@ def _remote_candidates(
     return out
 
 
-def remote_time_answer(run: _Run, t: int) -> SeekResult | None:
+def remote_time_answer(run: SeekRun, t: int) -> SeekResult | None:
     """The broker's remote search for time `t`; None when the local log is to be searched instead."""
     lso = run.log_start_offset
     local = run.local_log_start_offset
@@ -213,7 +245,7 @@ def remote_time_answer(run: _Run, t: int) -> SeekResult | None:
             return run.result("timestamp", t)
         with ExitStack() as stack:
             sv = SegmentView(files, None, stack, run, label=str(files.log))
-            found = run.search_segment(sv, t, lso, sv.largest)
+            found = run.search_segment(sv, t, lso, largest_timestamp(sv))
         if found is not None:
             return found
         run.notes.append(

@@ -36,6 +36,7 @@ from kdump.formats.time_index import encode_time_index
 from kdump.formats.txn_index import AbortedTxn, encode_txn_index
 from kdump.model.log_dir import discover
 from kdump.ops.checks.verify import VerifyOptions, verify_targets
+from kdump.store.hints import repair_command
 
 COVERED_CODES = {
     "index-missing",
@@ -114,7 +115,7 @@ def test_index_missing_on_a_corpus_segment(txn_copy: Path) -> None:
     f = one(verify(txn_copy), "index-missing")
     assert f.file == str(txn_copy / f"{TXN_SEG}.index")
     assert (f.position, f.offset) == (None, None)
-    assert f.repair == f"kdump reindex --apply {txn_copy}"  # the hint names the partition
+    assert repair_command(f) == f"kdump reindex --apply {txn_copy}"  # the hint names the partition
 
 
 def test_index_size_invalid_offset_index(txn_copy: Path) -> None:

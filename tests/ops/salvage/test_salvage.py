@@ -20,8 +20,9 @@ from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.ops.checks.verify import VerifyOptions, verify_targets
 from kdump.ops.repair.reindex import plan_partition
-from kdump.ops.salvage.output import OutputDir, SalvageResult, salvage
+from kdump.ops.salvage.output import OutputDir, salvage
 from kdump.ops.salvage.plan import plan_salvage
+from kdump.ops.salvage.result import SalvageResult
 from kdump.render.salvage import record_lines
 from kdump.scan.log_scanner import scan_log
 

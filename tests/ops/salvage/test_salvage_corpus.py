@@ -29,7 +29,8 @@ from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.ops.checks.verify import VerifyOptions, verify_targets
 from kdump.ops.repair.reindex import plan_partition
-from kdump.ops.salvage.output import SalvageResult, salvage
+from kdump.ops.salvage.output import salvage
+from kdump.ops.salvage.result import SalvageResult
 from kdump.render.salvage import record_lines
 
 PARTITIONS = [
