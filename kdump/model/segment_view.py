@@ -43,8 +43,10 @@ from kdump.formats.time_index import TimeIndexEntry, time_index_entry_at, time_i
 from kdump.model.byte_source import ByteSource, SourceOpener, fetch_ahead, fetch_entry, open_local
 from kdump.model.index_view import IndexFile, ReadLedger, load_index, out_of_order, preallocated_pair
 from kdump.model.segment import Segment
+from kdump.scan.batch_checks import decode_batch_records
 from kdump.scan.events import ScanMode, ScanSummary
-from kdump.scan.log_scanner import decode_batch_records, plausible_entry_at, scan_log
+from kdump.scan.log_scanner import scan_log
+from kdump.scan.resync import plausible_entry_at
 
 __all__ = ["LogTail", "SegmentView", "low_offset"]
 

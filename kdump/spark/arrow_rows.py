@@ -23,7 +23,8 @@ from kdump.ops.checks.segment import check_segment
 from kdump.ops.checks.verify import file_report, partition_report
 from kdump.render import fast_lines
 from kdump.render.rows import codec_label
-from kdump.scan.log_scanner import decode_batch_records, scan_log
+from kdump.scan.batch_checks import decode_batch_records
+from kdump.scan.log_scanner import scan_log
 from kdump.spark.arrow_records import run_record_arrays
 from kdump.spark.options import Bounds
 from kdump.spark.planning import FindingsUnit, SegmentSlice

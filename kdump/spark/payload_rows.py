@@ -19,7 +19,7 @@ from kdump.formats.batch import BatchHeader
 from kdump.ops.dump.payload_events import RAW, PayloadOptions, PayloadRecord
 from kdump.ops.payloads.decode import registered_decoder
 from kdump.render import jsonl
-from kdump.scan.log_scanner import decode_batch_records
+from kdump.scan.batch_checks import decode_batch_records
 from kdump.spark.arrow_rows import _headers_of, _readable_slices, _RecordChunk
 from kdump.spark.options import Bounds
 from kdump.spark.planning import SegmentSlice

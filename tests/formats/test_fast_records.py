@@ -32,7 +32,7 @@ from kdump.ops.dump.files import FileStart
 from kdump.render import fast_lines
 from kdump.render.jsonl import write_jsonl
 from kdump.render.text import write_text
-from kdump.scan.log_scanner import decode_batch_records
+from kdump.scan.batch_checks import decode_batch_records
 
 COMPILED = fast_records.compiled
 needs_compiled = pytest.mark.skipif(COMPILED is None, reason="the compiled record path is not built here")

@@ -24,8 +24,9 @@ from kdump.formats.fast_walk import BatchRun
 from kdump.formats.filenames import parse_segment_file_name
 from kdump.model.byte_source import open_scan
 from kdump.model.segment import Segment
+from kdump.scan.batch_checks import decode_batch_records
 from kdump.scan.events import ScanMode, ScanSummary, StopReason
-from kdump.scan.log_scanner import decode_batch_records, scan_log
+from kdump.scan.log_scanner import scan_log
 from kdump.scan.source import open_buffer, read_small_file
 
 if TYPE_CHECKING:

@@ -26,8 +26,9 @@ from kdump.ops.dump.files import Entry, FileStart
 from kdump.ops.dump.internal import InternalRecord, attach_decoded, choose_decoder
 from kdump.ops.dump.state_files import dump_state_file
 from kdump.ops.tiered.partitions import LogStartCheckpoints, TieredContext, tiered_facts
+from kdump.scan.batch_checks import decode_batch_records
 from kdump.scan.events import Event, ScanSummary
-from kdump.scan.log_scanner import decode_batch_records, scan_log
+from kdump.scan.log_scanner import scan_log
 from kdump.scan.source import open_buffer
 
 if TYPE_CHECKING:

@@ -17,7 +17,8 @@ from kdump.formats.batch import BatchHeader
 from kdump.formats.constants import ControlType
 from kdump.formats.control import decode_control_key, decode_end_txn_marker
 from kdump.model.partition import PartitionDir
-from kdump.scan.log_scanner import decode_batch_records, scan_log
+from kdump.scan.batch_checks import decode_batch_records
+from kdump.scan.log_scanner import scan_log
 from kdump.scan.source import open_buffer
 
 

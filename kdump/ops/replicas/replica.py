@@ -18,8 +18,9 @@ from kdump.formats import checkpoints
 from kdump.formats.batch import BatchHeader
 from kdump.model.partition import PartitionDir
 from kdump.ops.tiered.partitions import TieredContext, broker_log_starts, partition_topic_id, tiering
+from kdump.scan.batch_checks import decode_batch_records
 from kdump.scan.events import Event, ScanSummary
-from kdump.scan.log_scanner import decode_batch_records, scan_log
+from kdump.scan.log_scanner import scan_log
 from kdump.scan.source import open_buffer, read_small_file
 
 # Findings after which the offsets up to the next readable batch are unknown on this replica. A

@@ -36,7 +36,8 @@ from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.salvage.kept import FRAMING, INTACT, RESYNC, KeptBatch, KeptList, ScanEntries
 from kdump.scan.events import ScanSummary
-from kdump.scan.log_scanner import find_next_entry, scan_log
+from kdump.scan.log_scanner import scan_log
+from kdump.scan.resync import find_next_entry
 from kdump.scan.source import open_buffer
 
 

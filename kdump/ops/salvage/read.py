@@ -16,7 +16,7 @@ from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
 from kdump.model.segment import Segment
 from kdump.ops.salvage.plan import SalvagePlan
-from kdump.scan.log_scanner import decode_batch_records
+from kdump.scan.batch_checks import decode_batch_records
 from kdump.scan.source import open_buffer
 
 
