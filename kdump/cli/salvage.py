@@ -14,7 +14,6 @@ from kdump.cli.output import UNCHECKED_CODES, format_option, progress_bar, resol
 from kdump.cli.repair import interval_options
 from kdump.errors import KdumpError
 from kdump.model.log_dir import discover
-from kdump.model.partition import PartitionDir
 from kdump.ops.common.topic_config import IntervalResolver
 from kdump.ops.repair.reindex import DEFAULT_INDEX_INTERVAL_BYTES
 from kdump.render.rows import ENCODINGS
@@ -89,7 +88,7 @@ def salvage_command(
         sys.exit(ExitCode.UNREADABLE)
     if target.kind != "partition":
         raise click.UsageError(f"{partition_dir} is not a partition directory (salvage takes one)")
-    part = PartitionDir.load(target.path)
+    part = target.partitions()[0]  # as discovered: listed once
     resolver = IntervalResolver(index_interval_bytes, metadata_log, DEFAULT_INDEX_INTERVAL_BYTES)
     interval, source = resolver.for_partition(part.path, target.log_dir_path)
     with ExitStack() as stack:

@@ -467,7 +467,7 @@ def group_replicas(targets: Sequence[Target]) -> tuple[list[tuple[str, list[Part
     if not targets:  # none of the paths could be read: nothing to group (the caller exits 3)
         return [], notes
     if all(t.kind == "partition" for t in targets):
-        dirs = [PartitionDir.load(t.path) for t in targets]
+        dirs = [t.partitions()[0] for t in targets]  # as discovered: listed once
         if len({d.name for d in dirs}) > 1:
             notes.append("the partition directories have different names; comparing them as one partition")
         return [(dirs[0].name, dirs)], notes
