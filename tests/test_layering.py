@@ -12,6 +12,7 @@ layer uses; they import nothing above `formats`. The command line may start a Sp
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kdump"
@@ -221,3 +222,24 @@ def test_the_circle_check_sees_a_planted_circle() -> None:
     assert _circles(_graph_of(package)) == []
     package["kdump.formats.p.two"] = ("from kdump.formats.p import x\n", False)
     assert _circles(_graph_of(package)) == [["kdump.formats.p", "kdump.formats.p.one", "kdump.formats.p.two"]]
+
+
+def _may_use(package: Path) -> set[str]:
+    """The ops sub-packages a sub-package's docstring says it may use (its "May use:" line)."""
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    allowed = doc.partition("May use:")[2]
+    return set(re.findall(r"`ops\.(\w+)`", allowed))
+
+
+def test_ops_sub_packages_use_only_what_their_docstring_allows() -> None:
+    packages = sorted(p for p in (PACKAGE / "ops").iterdir() if (p / "__init__.py").is_file())
+    assert {p.name for p in packages} >= {"checks", "repair", "salvage", "seek", "dump", "payloads"}
+    wrong: list[str] = []
+    for package in packages:
+        allowed = _may_use(package) | {package.name}
+        for path in sorted(package.rglob("*.py")):
+            for line, module in _imports(path):
+                parts = module.split(".")
+                if len(parts) > 2 and parts[1] == "ops" and parts[2] not in allowed:
+                    wrong.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {module}")
+    assert wrong == []

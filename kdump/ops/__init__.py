@@ -8,7 +8,8 @@ One sub-package per capability, each importing only those listed before it:
 - `repair`: `reindex`, `trim-tail`, and the one place kdump writes (`safety`, `restore`);
 - `salvage`: what a damaged partition still holds, and its output;
 - `seek`: `seek-by-time`;
-- `payloads`: keys and values, schemas, `--where`;
 - `dump`: the event stream of `dump`;
+- `payloads`: keys and values, schemas, `--where` (reads `_schemas` through `dump`, and adds decoded
+  payloads to its stream);
 - `replicas`: `compare`.
 """
