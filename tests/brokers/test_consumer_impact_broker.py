@@ -1,0 +1,209 @@
+"""The consumer-impact join against a real broker: what `kdump trim-tail` says a cut does to each group is
+what the broker and Kafka's own consumer then do on the cut copy.
+
+Groups commit on a real broker (Kafka's console consumer, whose commits carry the leader epoch, and
+kafka-python commits without one); the broker stops cleanly; the log dir is copied and the topic cut with
+`kdump trim-tail --to-offset --apply`, whose plan lists the groups' impact; a broker starts on the copy.
+Then the admin API's committed offsets, ListOffsets, and where Kafka's Java consumer resumes with
+auto.offset.reset earliest, latest and none (tests/data/ResumeProbe.java) must be what the plan said.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brokers.cluster import BrokerFailed, KafkaCluster, Node
+from brokers.fixtures import require_release, skip_or_fail
+from brokers.releases import Release
+from brokers.tools import run_class, run_java_source
+
+pytestmark = pytest.mark.slow
+
+PROBE = Path(__file__).resolve().parents[1] / "data" / "ResumeProbe.java"
+TOPIC = "impact-orders"
+RECORDS = 300
+CUT = 200
+NO_EPOCH_COMMIT = 260  # past the cut, committed without a leader epoch
+IN_RANGE_COMMIT = 100
+
+
+def _console_consumer_class(release: Release) -> str:
+    for name in ("org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"):
+        if release.has_class(name):
+            return name
+    raise LookupError(f"Kafka {release.version} has no console consumer")
+
+
+def _produce(bootstrap: str) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, batch_size=512, acks=1)
+    for i in range(RECORDS):
+        producer.send(TOPIC, key=b"k-%d" % i, value=b"order %d " % i * 4)
+        if i % 10 == 9:
+            producer.flush()
+    producer.flush()
+    producer.close()
+
+
+def _commit_without_epoch(bootstrap: str, group: str, offset: int) -> None:
+    from kafka import KafkaConsumer
+    from kafka.structs import OffsetAndMetadata, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    tp = TopicPartition(TOPIC, 0)
+    consumer.assign([tp])
+    consumer.commit({tp: OffsetAndMetadata(offset, "", -1)})
+    consumer.close()
+
+
+def _committed(bootstrap: str, groups: list[str]) -> dict[str, int]:
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        answer = admin.list_group_offsets({g: None for g in groups})
+        return {g: next(o.offset for tp, o in answer[g].items() if tp.topic == TOPIC) for g in groups}
+    finally:
+        admin.close()
+
+
+def _log_bounds(bootstrap: str) -> tuple[int, int]:
+    from kafka import KafkaConsumer
+    from kafka.structs import TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    tp = TopicPartition(TOPIC, 0)
+    try:
+        return consumer.beginning_offsets([tp])[tp], consumer.end_offsets([tp])[tp]
+    finally:
+        consumer.close()
+
+
+def _resume(release: Release, bootstrap: str, group: str, reset: str) -> dict[str, Any]:
+    proc = run_java_source(release, PROBE, bootstrap, group, TOPIC, "0", reset, timeout=180)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"ResumeProbe printed nothing: {proc.stderr[-2000:]}"
+    answer: dict[str, Any] = json.loads(lines[-1])
+    return answer
+
+
+def test_trim_tail_impact_is_what_the_broker_and_consumer_do(tmp_path: Path) -> None:
+    release = require_release()
+    pytest.importorskip("kafka", reason="kafka-python (the dev extra) produces and commits")
+    origin = KafkaCluster(release, tmp_path / "origin")
+    node = origin.nodes[0]
+    with origin:
+        try:
+            origin.format()
+            origin.start()
+        except BrokerFailed as exc:
+            skip_or_fail(f"a real Kafka {release.version} broker did not start here: {exc}")
+        from kafka.admin import KafkaAdminClient, NewTopic
+
+        admin = KafkaAdminClient(bootstrap_servers=origin.bootstrap)
+        admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=1)])
+        admin.close()
+        _produce(origin.bootstrap)
+        # Kafka's console consumer commits its position, with the leader epoch, when it closes.
+        consumed = run_class(
+            release,
+            _console_consumer_class(release),
+            "--bootstrap-server",
+            origin.bootstrap,
+            "--topic",
+            TOPIC,
+            "--group",
+            "g-epoch",
+            "--from-beginning",
+            "--max-messages",
+            "250",
+            "--consumer-property",
+            "max.poll.records=10",
+            timeout=180,
+        )
+        assert consumed.returncode == 0, consumed.stderr[-2000:]
+        _commit_without_epoch(origin.bootstrap, "g-noepoch", NO_EPOCH_COMMIT)
+        _commit_without_epoch(origin.bootstrap, "g-in-range", IN_RANGE_COMMIT)
+        before = _committed(origin.bootstrap, ["g-epoch", "g-noepoch", "g-in-range"])
+        origin.stop()
+
+    copy_home = tmp_path / "copy" / "node-1"
+    copy_home.mkdir(parents=True)
+    shutil.copytree(node.log_dir, copy_home / "data", symlinks=True)
+    partition = copy_home / "data" / f"{TOPIC}-0"
+    trim = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kdump",
+            "trim-tail",
+            "--to-offset",
+            str(CUT),
+            "--apply",
+            "--format",
+            "json",
+            str(partition),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert trim.returncode == 0, trim.stderr
+    plan = json.loads(trim.stdout.splitlines()[0])
+    assert plan["applied"] is True
+    predicted = {g["group"]: g for g in plan["consumer_groups"]}
+    assert set(predicted) == {"g-epoch", "g-noepoch", "g-in-range"}
+    assert {g: p["committed_offset"] for g, p in predicted.items()} == before
+    assert predicted["g-epoch"]["committed_leader_epoch"] >= 0
+    assert predicted["g-noepoch"]["committed_leader_epoch"] == -1
+    new_end = plan["new_log_end_offset"]
+
+    copy = KafkaCluster(release, copy_home.parent, cluster_id=origin.cluster_id)
+    copy.nodes = [
+        Node(
+            node_id=node.node_id,
+            home=copy_home,
+            broker_port=node.broker_port,
+            controller_port=node.controller_port,
+            directory_id=node.directory_id,
+        )
+    ]
+    with copy:
+        copy.start()
+        # The broker keeps the commits as they were; the log ends where the plan said.
+        assert _committed(copy.bootstrap, list(predicted)) == before
+        assert _log_bounds(copy.bootstrap) == (0, new_end)
+        for group, p in predicted.items():
+            assert p["log_end_offset"] == new_end
+            for reset in ("earliest", "latest"):
+                seen = _resume(release, copy.bootstrap, group, reset)
+                where = seen.get("first", seen.get("position"))
+                print(f"{group} {reset}: kdump said {p[f'resume_{reset}']}, the consumer resumed at {where}")
+                assert where == p[f"resume_{reset}"], (group, reset, seen, p)
+            seen = _resume(release, copy.bootstrap, group, "none")
+            assert seen.get("error") == p["fails_with_none"] or (
+                p["fails_with_none"] is None and "error" not in seen
+            ), (group, seen, p)
+        copy.stop()
+
+    # What the plan said, in words: the epoch commit past the cut is detected as truncated and moves to the
+    # new end; the commit without an epoch is out of range and reset; the one below the cut is untouched.
+    assert predicted["g-epoch"]["epoch_check"] == "diverged"
+    assert predicted["g-noepoch"]["out_of_range"] == "past-log-end"
+    assert predicted["g-noepoch"]["resume_earliest"] == 0
+    in_range = predicted["g-in-range"]
+    assert (in_range["out_of_range"], in_range["epoch_check"], in_range["resume_latest"]) == (
+        None,
+        "none",
+        100,
+    )
+    assert in_range["lost_unread"] == plan["old_log_end_offset"] - new_end  # the cut records it had not read
