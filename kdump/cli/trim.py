@@ -95,12 +95,13 @@ def trim_command(
         rows.append(row)
         commits = _commits_for(plan, commits_paths, tables)
         impacts = cut_impact(plan.root, plan.log_dir, plan.new_log_end_offset, commits) if plan.needed else []
-        row["consumer_groups"] = impact_rows(impacts)
+        row["consumer_groups"] = impact_rows(impacts, str(plan.root))
         row["consumer_groups_read_from"] = [str(p) for p in commits.sources]
         if fmt != "json":
             click.echo(_describe(plan))
-            if plan.needed:
-                click.echo("\n".join(impact_lines(impacts, commits)))
+            lines = impact_lines(impacts, commits, asked=bool(commits_paths)) if plan.needed else []
+            if lines:
+                click.echo("\n".join(lines))
     if apply:
         intervals = IntervalResolver(index_interval_bytes, metadata_log)
         for plan, row in zip(plans, rows, strict=True):

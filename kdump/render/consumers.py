@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kdump.ops.consumers import CommitTable, GroupPartitionImpact
+from kdump.ops.consumers.elections import ElectionImpact
 
 
 def impact_line(i: GroupPartitionImpact) -> str:
@@ -49,16 +50,37 @@ def impact_line(i: GroupPartitionImpact) -> str:
     return head + ("; " + "; ".join(parts) if parts else "; not affected")
 
 
-def impact_lines(impacts: Sequence[GroupPartitionImpact], commits: CommitTable) -> list[str]:
-    """The text block: the hurt groups, or a line saying none is (and what was read)."""
+def impact_lines(impacts: Sequence[GroupPartitionImpact], commits: CommitTable, *, asked: bool) -> list[str]:
+    """The text block: the hurt groups, or a line saying none is; nothing when no commits were found
+    unless their place was given (`asked`)."""
     if not commits.sources:
-        return ["  consumer groups: no __consumer_offsets found (give --commits PATH)"]
+        return ["  consumer groups: no __consumer_offsets found where --commits points"] if asked else []
     hurt = [i for i in impacts if i.hurt]
     if not hurt:
         return [f"  consumer groups: none of {len({i.group for i in impacts})} with commits here is affected"]
     return ["  " + impact_line(i) for i in hurt]
 
 
-def impact_rows(impacts: Iterable[GroupPartitionImpact]) -> list[dict[str, Any]]:
-    """The impacts as JSON objects."""
-    return [i.to_row() for i in impacts]
+def impact_rows(
+    impacts: Iterable[GroupPartitionImpact], file: str | None = None, leader: str | None = None
+) -> list[dict[str, Any]]:
+    """The impacts as JSON objects (`file`: the partition directory; `leader`: the replica leading)."""
+    return [i.to_row(file, leader) for i in impacts]
+
+
+def election_lines(elections: Sequence[ElectionImpact], commits: CommitTable, *, asked: bool) -> list[str]:
+    """Per replica as leader, the groups it hurts (nothing when no group has a commit here); `asked`:
+    the commits' place was given, so finding none there is said."""
+    out: list[str] = []
+    for e in elections:
+        hurt = [i for i in e.impacts if i.hurt]
+        if not e.impacts:
+            continue
+        if not hurt:
+            out.append(f"  if {e.leader} leads: no consumer group is affected")
+            continue
+        out.append(f"  if {e.leader} leads:")
+        out.extend("    " + impact_line(i) for i in hurt)
+    if asked and not commits.sources:
+        out.append("  consumer groups: no __consumer_offsets found where --commits points")
+    return out

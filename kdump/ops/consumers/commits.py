@@ -124,6 +124,8 @@ class CommitTable:
     share: dict[tuple[str, str, int], ShareState] = field(default_factory=dict)
     group_types: dict[str, str] = field(default_factory=dict)
     sources: list[Path] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)
+    """Other copies (replicas from other brokers) of a partition read from `sources`: not replayed."""
     findings: list[Finding] = field(default_factory=list)
 
     def of_partition(self, topic: str, partition: int) -> list[Commit]:
@@ -141,7 +143,8 @@ class CommitTable:
 
 def find_coordinator_partitions(paths: Iterable[str | Path]) -> list[Path]:
     """The `__consumer_offsets-N` and `__share_group_state-N` directories among `paths`: each path is one,
-    or a log dir holding them (found by name, as the broker finds partitions).
+    or a log dir holding them (found by name, as the broker finds partitions). The same partition found
+    in several log dirs (its replicas, copied from several brokers) appears once per copy.
 
     Raises:
         PathError: a path does not exist or is not a directory.
@@ -162,6 +165,16 @@ def find_coordinator_partitions(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
+def _log_bytes(path: Path) -> int:
+    total = 0
+    for p in path.glob("*.log"):
+        try:
+            total += p.stat().st_size
+        except OSError:
+            continue
+    return total
+
+
 def _coordinator_topic(name: str) -> str | None:
     parsed = parse_partition_dir_name(name)
     if parsed is None or parsed.status is not None or parsed.topic not in (OFFSETS_TOPIC, SHARE_STATE_TOPIC):
@@ -177,7 +190,16 @@ def read_commits(paths: Iterable[str | Path]) -> CommitTable:
         PathError: a path cannot be read.
     """
     table = CommitTable()
+    chosen: dict[str, Path] = {}
     for path in find_coordinator_partitions(paths):
+        # Replicas of one partition: the longest log is read (the leader's, or the most caught up).
+        best = chosen.get(path.name)
+        if best is None or _log_bytes(path) > _log_bytes(best):
+            chosen[path.name] = path
+    for path in find_coordinator_partitions(paths):
+        if chosen[path.name] != path:
+            table.skipped.append(path)
+            continue
         table.sources.append(path)
         part = PartitionDir.load(path)
         table.findings.extend(part.problems)

@@ -64,9 +64,10 @@ class GroupPartitionImpact:
     count_note: str | None
     hurt: bool  # the group re-reads, skips or loses records, or fails, because of the event
 
-    def to_row(self) -> dict[str, Any]:
-        """The impact as a JSON object."""
-        return {"type": "group-impact", **{f: getattr(self, f) for f in self.__slots__}}
+    def to_row(self, file: str | None = None, leader: str | None = None) -> dict[str, Any]:
+        """The impact as a JSON object: `file` the partition directory, `leader` the replica that leads."""
+        fields = {f: getattr(self, f) for f in self.__slots__}
+        return {"type": "group-impact", "file": file, "leader": leader, **fields}
 
 
 def impact(
