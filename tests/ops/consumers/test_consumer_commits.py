@@ -7,10 +7,13 @@ encoder of Kafka's messages.
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from builders import SegmentBuilder, consumer_group_metadata, offset_commit, share_state
+from click.testing import Result
 
 from kdump.errors import PathError
 from kdump.formats.internal.schema import kafka_json
@@ -93,3 +96,56 @@ def test_share_state_snapshot_then_updates(tmp_path: Path) -> None:
     assert first.state_batches == ((100, 104, 0, 1), (105, 107, 2, 1), (108, 109, 0, 1), (110, 119, 2, 1))
     assert table.share[("sg", TOPIC_ID, 1)].start_offset == 112
     assert kafka_json(first.to_row())  # JSON-able
+
+
+def _kafka44(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from kafka4_corpus import kafka4_root
+
+    return kafka4_root(tmp_path_factory.getbasetemp()) / "kafka-4.4.0"
+
+
+def test_every_group_type_of_a_real_kafka_4_4_log_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    log_dir = _kafka44(tmp_path_factory)
+    table = read_commits([log_dir])
+    assert table.findings == []
+    assert table.group_types == {
+        "classic-group": "classic",
+        "consumer-group": "consumer",
+        "regex-group": "consumer",
+        "share-group": "share",
+        "streams-output-reader": "consumer",
+        "wordcount": "streams",
+    }
+    # txn-group: transactions 0-4 committed offsets 1-5 (kafka-dump-log: COMMIT, ABORT, COMMIT, ABORT,
+    # COMMIT); the last one committed.
+    txn = table.commits[("txn-group", "orders", 0)]
+    assert (txn.offset, txn.metadata, txn.producer_id != -1) == (5, "txn 4", True)
+    assert table.commits[("consumer-group", "orders", 1)].leader_epoch == 0
+    # Share state: ShareSnapshot then ShareUpdate per partition (accepted 0..3, rejected 4).
+    states = {k[2]: s for k, s in table.share.items() if k[0] == "share-group"}
+    assert {p: (s.start_offset, s.state_batches) for p, s in states.items()} == {
+        0: (0, ((0, 3, 2, 1), (4, 4, 4, 1))),
+        1: (0, ((0, 3, 2, 1), (4, 4, 4, 1))),
+    }
+
+
+@pytest.mark.parametrize(("cut", "offset", "pending"), [(8, 3, []), (9, 3, [5]), (4, 1, [])])
+def test_a_cut_coordinator_log_loads_the_commits_before_it(
+    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path: Path,
+    kdump: Callable[..., Result],
+    cut: int,
+    offset: int,
+    pending: list[int],
+) -> None:
+    """The coordinator's log cut (trim-tail on a copy) before txn 4's marker, inside it, after txn 1's abort
+    data: the last committed transaction's offset is served; an aborted one's never."""
+    src = _kafka44(tmp_path_factory) / "__consumer_offsets-0"
+    part = shutil.copytree(src, tmp_path / "logs" / "__consumer_offsets-0")
+    done = kdump(
+        "trim-tail", "--to-offset", str(cut), "--apply", "--backup-dir", str(tmp_path / "bk"), str(part)
+    )
+    assert done.exit_code == 0, done.stderr
+    table = read_commits([part])
+    assert table.commits[("txn-group", "orders", 0)].offset == offset
+    assert [c.offset for c in table.pending if c.group == "txn-group"] == pending

@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from builders import SegmentBuilder, offset_commit, records, share_state
 from click.testing import Result
 
@@ -159,3 +160,31 @@ def test_commits_written_here_join_a_partition_written_here(tmp_path: Path) -> N
     bounds = partition_bounds(PartitionDir.load(part_dir), cut_at=20)
     got = impact(read_commits([tmp_path]), {("t", 0): bounds})
     assert [(i.group, i.out_of_range) for i in got] == [("g", None), ("sg", "past-log-end")]
+
+
+def test_real_kafka_4_4_groups_of_every_type_against_a_cut(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from kafka4_corpus import kafka4_root
+
+    log_dir = kafka4_root(tmp_path_factory.getbasetemp()) / "kafka-4.4.0"
+    part = PartitionDir.load(log_dir / "orders-0")
+    bounds = partition_bounds(part, log_dir / "_logdir-files", cut_at=3)
+    assert bounds.topic_id == "XpZWdSSATSKQn7yeykFdQA"  # the share state names the topic by this id
+    got = {i.group: i for i in impact(read_commits([log_dir]), {("orders", 0): bounds})}
+    assert set(got) == {"classic-group", "consumer-group", "regex-group", "share-group", "txn-group"}
+    end = bounds.log_end_offset
+    assert end <= 3
+    for name in ("classic-group", "consumer-group", "regex-group"):
+        assert (got[name].committed_offset, got[name].epoch_check, got[name].resume_latest) == (
+            5,
+            "diverged",
+            end,
+        )
+    txn = got["txn-group"]  # its commits carry no epoch: out of range, reset
+    assert (txn.epoch_check, txn.resume_earliest, txn.resume_latest, txn.refill_skips) == (
+        "none",
+        0,
+        end,
+        5 - end,
+    )
+    share = got["share-group"]
+    assert (share.group_type, share.committed_offset, share.out_of_range) == ("share", 0, None)
