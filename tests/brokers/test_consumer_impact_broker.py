@@ -14,6 +14,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,9 @@ RECORDS = 300
 CUT = 200
 NO_EPOCH_COMMIT = 260  # past the cut, committed without a leader epoch
 IN_RANGE_COMMIT = 100
+BELOW_START_COMMIT = 20  # below the log start DeleteRecords leaves
+LOG_START = 50
+GROUPS = ["g-epoch", "g-below-epoch", "g-noepoch", "g-in-range", "g-below"]
 
 
 def _console_consumer_class(release: Release) -> str:
@@ -65,11 +69,21 @@ def _commit_without_epoch(bootstrap: str, group: str, offset: int) -> None:
 
 
 def _committed(bootstrap: str, groups: list[str]) -> dict[str, int]:
+    """The groups' committed offsets through the admin API, once the coordinator has loaded them."""
     from kafka.admin import KafkaAdminClient
+    from kafka.errors import KafkaError
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        answer = admin.list_group_offsets({g: None for g in groups})
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                answer = admin.list_group_offsets({g: None for g in groups})
+                break
+            except KafkaError as exc:  # the coordinator is still loading __consumer_offsets
+                if not exc.retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
         return {g: next(o.offset for tp, o in answer[g].items() if tp.topic == TOPIC) for g in groups}
     finally:
         admin.close()
@@ -95,8 +109,31 @@ def _resume(release: Release, bootstrap: str, group: str, reset: str) -> dict[st
     return answer
 
 
-def test_trim_tail_impact_is_what_the_broker_and_consumer_do(tmp_path: Path) -> None:
-    release = require_release()
+def _console_commit(release: Release, bootstrap: str, group: str, records: int) -> None:
+    """Kafka's console consumer reads `records` records and commits its position, with the leader epoch,
+    when it closes."""
+    consumed = run_class(
+        release,
+        _console_consumer_class(release),
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        TOPIC,
+        "--group",
+        group,
+        "--from-beginning",
+        "--max-messages",
+        str(records),
+        "--consumer-property",
+        "max.poll.records=10",
+        timeout=180,
+    )
+    assert consumed.returncode == 0, consumed.stderr[-2000:]
+
+
+@pytest.mark.parametrize("version", ["4.4.0", "3.9.1"])
+def test_trim_tail_impact_is_what_the_broker_and_consumer_do(tmp_path: Path, version: str) -> None:
+    release = require_release(version)
     pytest.importorskip("kafka", reason="kafka-python (the dev extra) produces and commits")
     origin = KafkaCluster(release, tmp_path / "origin")
     node = origin.nodes[0]
@@ -107,32 +144,21 @@ def test_trim_tail_impact_is_what_the_broker_and_consumer_do(tmp_path: Path) -> 
         except BrokerFailed as exc:
             skip_or_fail(f"a real Kafka {release.version} broker did not start here: {exc}")
         from kafka.admin import KafkaAdminClient, NewTopic
+        from kafka.structs import TopicPartition
 
         admin = KafkaAdminClient(bootstrap_servers=origin.bootstrap)
         admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=1)])
         admin.close()
         _produce(origin.bootstrap)
-        # Kafka's console consumer commits its position, with the leader epoch, when it closes.
-        consumed = run_class(
-            release,
-            _console_consumer_class(release),
-            "--bootstrap-server",
-            origin.bootstrap,
-            "--topic",
-            TOPIC,
-            "--group",
-            "g-epoch",
-            "--from-beginning",
-            "--max-messages",
-            "250",
-            "--consumer-property",
-            "max.poll.records=10",
-            timeout=180,
-        )
-        assert consumed.returncode == 0, consumed.stderr[-2000:]
+        _console_commit(release, origin.bootstrap, "g-epoch", 250)
+        _console_commit(release, origin.bootstrap, "g-below-epoch", BELOW_START_COMMIT)
         _commit_without_epoch(origin.bootstrap, "g-noepoch", NO_EPOCH_COMMIT)
         _commit_without_epoch(origin.bootstrap, "g-in-range", IN_RANGE_COMMIT)
-        before = _committed(origin.bootstrap, ["g-epoch", "g-noepoch", "g-in-range"])
+        _commit_without_epoch(origin.bootstrap, "g-below", BELOW_START_COMMIT)
+        admin = KafkaAdminClient(bootstrap_servers=origin.bootstrap)
+        admin.delete_records({TopicPartition(TOPIC, 0): LOG_START})
+        admin.close()
+        before = _committed(origin.bootstrap, GROUPS)
         origin.stop()
 
     copy_home = tmp_path / "copy" / "node-1"
@@ -161,7 +187,7 @@ def test_trim_tail_impact_is_what_the_broker_and_consumer_do(tmp_path: Path) -> 
     plan = json.loads(trim.stdout.splitlines()[0])
     assert plan["applied"] is True
     predicted = {g["group"]: g for g in plan["consumer_groups"]}
-    assert set(predicted) == {"g-epoch", "g-noepoch", "g-in-range"}
+    assert set(predicted) == set(GROUPS)
     assert {g: p["committed_offset"] for g, p in predicted.items()} == before
     assert predicted["g-epoch"]["committed_leader_epoch"] >= 0
     assert predicted["g-noepoch"]["committed_leader_epoch"] == -1
@@ -181,9 +207,9 @@ def test_trim_tail_impact_is_what_the_broker_and_consumer_do(tmp_path: Path) -> 
         copy.start()
         # The broker keeps the commits as they were; the log ends where the plan said.
         assert _committed(copy.bootstrap, list(predicted)) == before
-        assert _log_bounds(copy.bootstrap) == (0, new_end)
+        assert _log_bounds(copy.bootstrap) == (LOG_START, new_end)
         for group, p in predicted.items():
-            assert p["log_end_offset"] == new_end
+            assert (p["log_start_offset"], p["log_end_offset"]) == (LOG_START, new_end)
             for reset in ("earliest", "latest"):
                 seen = _resume(release, copy.bootstrap, group, reset)
                 where = seen.get("first", seen.get("position"))
@@ -199,7 +225,15 @@ def test_trim_tail_impact_is_what_the_broker_and_consumer_do(tmp_path: Path) -> 
     # new end; the commit without an epoch is out of range and reset; the one below the cut is untouched.
     assert predicted["g-epoch"]["epoch_check"] == "diverged"
     assert predicted["g-noepoch"]["out_of_range"] == "past-log-end"
-    assert predicted["g-noepoch"]["resume_earliest"] == 0
+    assert predicted["g-noepoch"]["resume_earliest"] == LOG_START
+    for group in ("g-below", "g-below-epoch"):  # below the log start, with or without an epoch: reset
+        below = predicted[group]
+        assert (below["out_of_range"], below["resume_earliest"], below["resume_latest"]) == (
+            "before-log-start",
+            LOG_START,
+            new_end,
+        )
+    assert predicted["g-below-epoch"]["epoch_check"] == "valid"
     in_range = predicted["g-in-range"]
     assert (in_range["out_of_range"], in_range["epoch_check"], in_range["resume_latest"]) == (
         None,
