@@ -96,7 +96,7 @@ def compare_command(
     if commits_paths and engine == "spark":
         raise click.UsageError("--commits goes with --engine local")
     targets, failed = discover_all(paths)
-    commits = _commits(commits_paths, targets)
+    commits = _LazyCommits(commits_paths, targets)
     groups, notes = group_replicas(targets)
     for note in notes:
         diag(note)
@@ -158,19 +158,33 @@ def _print(result: PartitionComparison, fmt: str) -> None:
     sys.stdout.flush()
 
 
-def _commits(given: tuple[str, ...], targets: list[Target]) -> CommitTable:
-    """The commits of --commits, or of the log dirs holding the replicas (each read once)."""
-    if given:
-        return read_commits(given)
-    dirs = sorted({str(t.log_dir_path) for t in targets if t.log_dir_path is not None})
-    return read_commits(dirs) if dirs else CommitTable()
+class _LazyCommits:
+    """The commits of --commits, or of the log dirs holding the replicas: read on first need, once."""
+
+    def __init__(self, given: tuple[str, ...], targets: list[Target]) -> None:
+        self.given = given
+        self.targets = targets
+        self.table: CommitTable | None = None
+
+    def get(self) -> CommitTable:
+        if self.table is None:
+            from kdump.render.consumers import commit_problems
+
+            dirs = self.given or tuple(sorted({str(t.log_dir_path) for t in self.targets if t.log_dir_path}))
+            self.table = read_commits(dirs) if dirs else CommitTable()
+            for line in commit_problems(self.table):
+                diag(line)
+        return self.table
 
 
 def _print_elections(
-    result: PartitionComparison, commits: CommitTable, fmt: str, one_leader: bool, asked: bool
+    result: PartitionComparison, lazy: _LazyCommits, fmt: str, one_leader: bool, asked: bool
 ) -> None:
     from kdump.render.consumers import election_lines, impact_rows
 
+    if result.refused or not result.replicas:
+        return
+    commits = lazy.get()
     elections = election_impacts(result, commits)
     if one_leader:
         labels = {t.leader for t in result.truncations}

@@ -9,13 +9,13 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import discover_all, format_option, resolve_format, say_problems
+from kdump.cli.output import diag, discover_all, format_option, resolve_format, say_problems
 from kdump.cli.repair import LocalPath, check_backup_dir, interval_options, repair_options, write_rows
 from kdump.ops.consumers import CommitTable, read_commits
 from kdump.ops.consumers.repairs import cut_impact
 from kdump.ops.topic_config import IntervalResolver
 from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
-from kdump.render.consumers import impact_lines, impact_rows
+from kdump.render.consumers import commit_problems, impact_lines, impact_rows
 
 
 @click.command("trim-tail")
@@ -176,6 +176,8 @@ def _commits_for(
     paths = given or ((str(plan.log_dir),) if plan.log_dir is not None else ())
     if paths not in tables:
         tables[paths] = read_commits(paths) if paths else CommitTable()
+        for line in commit_problems(tables[paths]):
+            diag(line)
     return tables[paths]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -84,3 +85,16 @@ def election_lines(elections: Sequence[ElectionImpact], commits: CommitTable, *,
     if asked and not commits.sources:
         out.append("  consumer groups: no __consumer_offsets found where --commits points")
     return out
+
+
+def commit_problems(commits: CommitTable) -> list[str]:
+    """What reading the commits found wrong (damage, records that do not decode), with the check to run:
+    the impact is then computed from what could be read."""
+    if not commits.findings:
+        return []
+    sources = " ".join(shlex.quote(str(p)) for p in commits.sources) or "."
+    head = (
+        f"{len(commits.findings)} problems reading the committed offsets; the consumer impact is computed "
+        f"from what could be read (check with: kdump verify {sources})"
+    )
+    return [head, *(f"  {f.code}: {f.file}: {f.message}" for f in commits.findings[:5])]

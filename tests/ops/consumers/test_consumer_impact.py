@@ -188,3 +188,18 @@ def test_real_kafka_4_4_groups_of_every_type_against_a_cut(tmp_path_factory: pyt
     )
     share = got["share-group"]
     assert (share.group_type, share.committed_offset, share.out_of_range) == ("share", 0, None)
+
+
+def test_damaged_commits_are_said_with_the_check_to_run(
+    corpus_root: Path, tmp_path: Path, kdump: Callable[..., Result]
+) -> None:
+    log_dir = tmp_path / "logs"
+    for name in ("c-gzip-0", "__consumer_offsets-0"):
+        shutil.copytree(corpus_root / "kafka-3.8.0" / name, log_dir / name)
+    offsets_log = log_dir / "__consumer_offsets-0" / "00000000000000000000.log"
+    offsets_log.write_bytes(offsets_log.read_bytes()[:-10])  # a torn last batch
+    result = kdump("trim-tail", "--to-offset", "400", str(log_dir / "c-gzip-0"))
+    assert "problems reading the committed offsets" in result.stderr
+    assert f"check with: kdump verify {log_dir / '__consumer_offsets-0'}" in result.stderr
+    assert "partial-trailing-batch" in result.stderr
+    assert "group kdump-cg (classic) on c-gzip-0" in result.stdout
