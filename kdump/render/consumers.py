@@ -45,8 +45,8 @@ def impact_line(i: GroupPartitionImpact) -> str:
         parts.append(f"{i.lost_unread} offsets it had not read are removed")
     if i.refill_skips:
         parts.append(
-            f"no epoch committed: once producers write {i.refill_skips} records the commit is in range "
-            "again and they are skipped without an error"
+            f"no epoch committed: if producers write {i.refill_skips} records before the group fetches, "
+            "the commit is in range again and those records are skipped without an error"
         )
     return head + ("; " + "; ".join(parts) if parts else "; not affected")
 

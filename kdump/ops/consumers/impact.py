@@ -215,8 +215,9 @@ def _commit_impact(c: Commit, group_type: str, b: PartitionBounds) -> GroupParti
 
 
 def _share_impact(s: ShareState, topic: str, b: PartitionBounds) -> GroupPartitionImpact:
-    """A share partition's start offset against the new bounds: the share partition leader then moves its
-    start to the log start (below) or keeps it past the end until the log reaches it (above)."""
+    """A share partition's start offset against the new bounds, and the offsets removed it had not
+    delivered. Where the share-partition leader then starts is given as the start offset clamped to the
+    bounds: an assumption, not yet checked against a broker (`count_note` says so)."""
     start, end = b.log_start_offset, b.log_end_offset
     out_of_range = (
         "past-log-end" if s.start_offset > end else "before-log-start" if s.start_offset < start else None
@@ -245,7 +246,8 @@ def _share_impact(s: ShareState, topic: str, b: PartitionBounds) -> GroupPartiti
         skips_latest=0,
         lost_unread=lost,
         refill_skips=skipped,
-        count_exact=b.batches is not None,
-        count_note=None if b.batches is not None else "offset span: the data was not read",
+        count_exact=False,
+        count_note="share partition: resume offsets are the start offset clamped to the log (not checked "
+        "against a broker)",
         hurt=bool(out_of_range or lost),
     )
