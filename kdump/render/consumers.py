@@ -43,7 +43,12 @@ def impact_line(i: GroupPartitionImpact) -> str:
                 parts.append(f"auto.offset.reset=none: {i.fails_with_none}")
     if i.lost_unread:
         parts.append(f"{i.lost_unread} offsets it had not read are removed")
-    if i.refill_skips:
+    if i.refill_skips and i.group_type == "share":
+        parts.append(
+            f"delivery waits at {i.committed_offset}: the next {i.refill_skips} records producers write "
+            "are never delivered to the group"
+        )
+    elif i.refill_skips:
         parts.append(
             f"no epoch committed: if producers write {i.refill_skips} records before the group fetches, "
             "the commit is in range again and those records are skipped without an error"

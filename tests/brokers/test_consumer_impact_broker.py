@@ -241,3 +241,94 @@ def test_trim_tail_impact_is_what_the_broker_and_consumer_do(tmp_path: Path, ver
         100,
     )
     assert in_range["lost_unread"] == plan["old_log_end_offset"] - new_end  # the cut records it had not read
+
+
+SHARE_PROBE = Path(__file__).resolve().parents[1] / "data" / "SharePartitionProbe.java"
+
+
+def _share(release: Release, mode: str, bootstrap: str, *extra: str) -> dict[str, Any]:
+    proc = run_java_source(release, SHARE_PROBE, mode, bootstrap, "g-share", TOPIC, *extra, timeout=240)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"SharePartitionProbe {mode} printed nothing: {proc.stderr[-2000:]}"
+    answer: dict[str, Any] = json.loads(lines[-1])
+    return answer
+
+
+def test_share_group_start_past_a_cut(tmp_path: Path) -> None:
+    """A share group that accepted every record, then the log cut below where it goes on: the plan says
+    its next offset is past the new end and delivery waits there; a Kafka 4.4 broker on the cut copy
+    keeps the share-partition start (0, with 0..299 acknowledged) and delivers the records written
+    after the restart only from that offset on: those at the new end up to it are never delivered."""
+    release = require_release()
+    if not release.has_class("org.apache.kafka.clients.consumer.KafkaShareConsumer"):
+        pytest.skip(f"Kafka {release.version} has no share consumer")
+    pytest.importorskip("kafka", reason="kafka-python (the dev extra) produces")
+    origin = KafkaCluster(release, tmp_path / "origin")
+    node = origin.nodes[0]
+    with origin:
+        try:
+            origin.format()
+            origin.start()
+        except BrokerFailed as exc:
+            skip_or_fail(f"a real Kafka {release.version} broker did not start here: {exc}")
+        from kafka.admin import KafkaAdminClient, NewTopic
+
+        admin = KafkaAdminClient(bootstrap_servers=origin.bootstrap)
+        admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=1)])
+        admin.close()
+        _produce(origin.bootstrap)
+        assert _share(release, "consume", origin.bootstrap, str(RECORDS))["seen"] >= RECORDS
+        start_before = _share(release, "start", origin.bootstrap)["start"]
+        origin.stop()
+
+    copy_home = tmp_path / "copy" / "node-1"
+    copy_home.mkdir(parents=True)
+    shutil.copytree(node.log_dir, copy_home / "data", symlinks=True)
+    trim = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kdump",
+            "trim-tail",
+            "--to-offset",
+            str(CUT),
+            "--apply",
+            "--format",
+            "json",
+            str(copy_home / "data" / f"{TOPIC}-0"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert trim.returncode == 0, trim.stderr
+    plan = json.loads(trim.stdout.splitlines()[0])
+    [share] = [g for g in plan["consumer_groups"] if g["group"] == "g-share"]
+    # The coordinator keeps start offset 0 with 0..299 acknowledged: delivery goes on at 300.
+    assert (share["group_type"], share["committed_offset"]) == ("share", RECORDS)
+    assert share["out_of_range"] == "past-log-end", json.dumps(share)
+
+    copy = KafkaCluster(release, copy_home.parent, cluster_id=origin.cluster_id)
+    copy.nodes = [
+        Node(
+            node_id=node.node_id,
+            home=copy_home,
+            broker_port=node.broker_port,
+            controller_port=node.controller_port,
+            directory_id=node.directory_id,
+        )
+    ]
+    with copy:
+        copy.start()
+        start_after = _share(release, "start", copy.bootstrap)["start"]
+        _produce(copy.bootstrap)  # offsets from the new end on
+        first = _share(release, "next", copy.bootstrap)["first"]
+        print(  # what the broker did, for the run's log
+            f"share: start {start_before} before, kdump said resume at {share['resume_earliest']}, "
+            f"the broker's start after restart {start_after}, first delivered {first}"
+        )
+        copy.stop()
+    # Delivery goes on at the share partition's next offset: the records written below it are skipped.
+    assert first == share["resume_earliest"] == RECORDS
+    assert share["refill_skips"] == RECORDS - plan["new_log_end_offset"]

@@ -99,6 +99,23 @@ class ShareState:
     record_offset: int
     source: str
 
+    @property
+    def next_offset(self) -> int:
+        """The first offset at or after the start offset the group has not finished with: the start offset
+        moved over the state batches from it on that are acknowledged (2) or archived (4). The share
+        coordinator keeps the start offset where it was and records those batches; this is where delivery
+        goes on. -1: not initialized."""
+        offset = self.start_offset
+        if offset < 0:
+            return offset
+        for first, last, state, _ in self.state_batches:
+            if last < offset:
+                continue
+            if first > offset or state not in (2, 4):
+                break
+            offset = last + 1
+        return offset
+
     def to_row(self) -> dict[str, Any]:
         return {
             "type": "share-state",
@@ -106,6 +123,7 @@ class ShareState:
             "topic_id": self.topic_id,
             "partition": self.partition,
             "start_offset": self.start_offset,
+            "next_offset": self.next_offset,
             "leader_epoch": self.leader_epoch,
             "state_epoch": self.state_epoch,
             "state_batches": [list(b) for b in self.state_batches],

@@ -215,24 +215,26 @@ def _commit_impact(c: Commit, group_type: str, b: PartitionBounds) -> GroupParti
 
 
 def _share_impact(s: ShareState, topic: str, b: PartitionBounds) -> GroupPartitionImpact:
-    """A share partition's start offset against the new bounds, and the offsets removed it had not
-    delivered. Where the share-partition leader then starts is given as the start offset clamped to the
-    bounds: an assumption, not yet checked against a broker (`count_note` says so)."""
+    """A share partition's next offset (its start offset moved over the batches already acknowledged or
+    archived) against the new bounds, and the offsets removed it had not finished with.
+
+    Past the new end, the share-partition leader keeps delivering from that offset (a Kafka 4.4 broker
+    on a cut copy does): the records producers write below it are never delivered (`refill_skips`).
+    Below the log start it is assumed to go on at the log start, which is not yet checked against a
+    broker (`count_note` says so)."""
     start, end = b.log_start_offset, b.log_end_offset
-    out_of_range = (
-        "past-log-end" if s.start_offset > end else "before-log-start" if s.start_offset < start else None
-    )
+    position = s.next_offset
+    out_of_range = "past-log-end" if position > end else "before-log-start" if 0 <= position < start else None
     lost = 0
     if b.removed is not None:
-        lost = max(0, b.removed[1] + 1 - max(b.removed[0], s.start_offset))
-    resume = min(max(s.start_offset, start), end) if s.start_offset >= 0 else start
-    skipped = s.start_offset - end if s.start_offset > end else 0
+        lost = max(0, b.removed[1] + 1 - max(b.removed[0], position))
+    resume = max(position, start)
     return GroupPartitionImpact(
         group=s.group,
         group_type="share",
         topic=topic,
         partition=s.partition,
-        committed_offset=s.start_offset,
+        committed_offset=position,
         committed_leader_epoch=s.leader_epoch,
         log_start_offset=start,
         log_end_offset=end,
@@ -245,9 +247,11 @@ def _share_impact(s: ShareState, topic: str, b: PartitionBounds) -> GroupPartiti
         rereads_earliest=0,
         skips_latest=0,
         lost_unread=lost,
-        refill_skips=skipped,
-        count_exact=False,
-        count_note="share partition: resume offsets are the start offset clamped to the log (not checked "
-        "against a broker)",
+        refill_skips=position - end if position > end else 0,
+        count_exact=True,
+        count_note="share partition below the log start: assumed to go on at the log start (not checked "
+        "against a broker)"
+        if out_of_range == "before-log-start"
+        else None,
         hurt=bool(out_of_range or lost),
     )
