@@ -237,3 +237,22 @@ def share_state(
         msg, key_msg, kind = s.SHARE_UPDATE_VALUE, s.SHARE_UPDATE_KEY, 1
     key = {"groupId": group, "topicId": topic_id, "partition": partition}
     return _coordinator_record(kind, key_msg, key, (msg, 0, data))
+
+
+def c_none_partition(corpus_root: Path, dst: Path) -> Path:
+    """The corpus's `kafka-3.8.0/c-none-0` copied to `dst` where it is whole (the full corpus), else one
+    built like it (the bundled subset keeps only its last segment): offsets 0..2999 in leader epoch 0,
+    in batches of 100 records over 3 segments. The corpus's groups committed 1008 on it in epoch 0."""
+    import shutil
+
+    src = corpus_root / "kafka-3.8.0" / "c-none-0"
+    if (src / "00000000000000000000.log").exists():
+        shutil.copytree(src, dst)
+        return dst
+    for base in (0, 1000, 2000):
+        seg = SegmentBuilder(base_offset=base)
+        for _ in range(10):
+            seg.add_v2(records(100, start_ts=BASE_TS + seg.next_offset, value_size=20))
+        seg.write(dst)
+    (dst / "leader-epoch-checkpoint").write_bytes(encode_leader_epoch_checkpoint([(0, 0)]))
+    return dst

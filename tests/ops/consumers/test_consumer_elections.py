@@ -1,6 +1,6 @@
 """`compare --commits`: for each replica as leader, the groups that election hurts (real corpus bytes).
 
-Two replicas of the corpus's c-none-0: the whole one, and a copy that `trim-tail` cut at offset 500 (a
+Two replicas of the corpus's c-none-0 (or one built like it beside the bundled subset): the whole one, and a copy that `trim-tail` cut at offset 500 (a
 replica that fell behind). The corpus's groups committed 1008 in epoch 0: led by the whole replica they
 are untouched; led by the short one, their epoch ends at its log end and they move there.
 """
@@ -12,6 +12,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from builders import c_none_partition
 from click.testing import Result
 
 from kdump.ops.consumers import GroupPartitionImpact
@@ -19,9 +20,9 @@ from kdump.ops.consumers import GroupPartitionImpact
 
 def _replicas(corpus_root: Path, tmp_path: Path, kdump: Callable[..., Result]) -> tuple[Path, Path]:
     whole, short = tmp_path / "a", tmp_path / "b"
-    for name in ("c-none-0", "__consumer_offsets-0"):
-        shutil.copytree(corpus_root / "kafka-3.8.0" / name, whole / name)
-    shutil.copytree(corpus_root / "kafka-3.8.0" / "c-none-0", short / "c-none-0")
+    shutil.copytree(corpus_root / "kafka-3.8.0" / "__consumer_offsets-0", whole / "__consumer_offsets-0")
+    c_none_partition(corpus_root, whole / "c-none-0")
+    shutil.copytree(whole / "c-none-0", short / "c-none-0")
     cut = kdump(
         "trim-tail", "--to-offset", "500", "--apply", "--backup-dir", str(tmp_path / "bk"), str(short)
     )

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from builders import SegmentBuilder, offset_commit, records, share_state
+from builders import SegmentBuilder, c_none_partition, offset_commit, records, share_state
 from click.testing import Result
 
 from kdump.model.partition import PartitionDir
@@ -122,24 +122,26 @@ def test_trim_tail_plan_names_the_groups_it_hurts(
     corpus_root: Path, tmp_path: Path, kdump: Callable[..., Result]
 ) -> None:
     log_dir = tmp_path / "logs"
-    for name in ("c-gzip-0", "__consumer_offsets-0"):
-        shutil.copytree(corpus_root / "kafka-3.8.0" / name, log_dir / name)
-    result = kdump("trim-tail", "--to-offset", "400", "--format", "json", str(log_dir / "c-gzip-0"))
+    shutil.copytree(corpus_root / "kafka-3.8.0" / "__consumer_offsets-0", log_dir / "__consumer_offsets-0")
+    c_none_partition(corpus_root, log_dir / "c-none-0")
+    result = kdump("trim-tail", "--to-offset", "400", "--format", "json", str(log_dir / "c-none-0"))
     assert result.exit_code == 1, result.stderr
     [row] = [json.loads(line) for line in result.stdout.splitlines()]
     assert row["consumer_groups_read_from"] == [str(log_dir / "__consumer_offsets-0")]
     groups = {g["group"]: g for g in row["consumer_groups"]}
     assert set(groups) == {"kdump-cg", "kdump-cg2"}
     cg = groups["kdump-cg"]
-    assert (cg["committed_offset"], cg["log_end_offset"], cg["epoch_check"]) == (2992, 396, "diverged")
-    assert (cg["resume_earliest"], cg["resume_latest"], cg["lost_unread"]) == (396, 396, 2999 - 2992 + 1)
-    text = kdump("trim-tail", "--to-offset", "400", str(log_dir / "c-gzip-0"))
-    assert "group kdump-cg (classic) on c-gzip-0: committed 2992 (epoch 0)" in text.stdout
+    end = row["new_log_end_offset"]
+    assert end <= 400
+    assert (cg["committed_offset"], cg["log_end_offset"], cg["epoch_check"]) == (1008, end, "diverged")
+    assert (cg["resume_earliest"], cg["resume_latest"], cg["lost_unread"]) == (end, end, 2999 - 1008 + 1)
+    text = kdump("trim-tail", "--to-offset", "400", str(log_dir / "c-none-0"))
+    assert "group kdump-cg (classic) on c-none-0: committed 1008 (epoch 0)" in text.stdout
     assert "leader epoch 0 invalidated" in text.stdout
     # Commits given elsewhere: an empty log dir holds none, and the plan says so.
     (tmp_path / "empty").mkdir()
     none = kdump(
-        "trim-tail", "--to-offset", "400", "--commits", str(tmp_path / "empty"), str(log_dir / "c-gzip-0")
+        "trim-tail", "--to-offset", "400", "--commits", str(tmp_path / "empty"), str(log_dir / "c-none-0")
     )
     assert "no __consumer_offsets found where --commits points" in none.stdout
 
@@ -195,12 +197,12 @@ def test_damaged_commits_are_said_with_the_check_to_run(
     corpus_root: Path, tmp_path: Path, kdump: Callable[..., Result]
 ) -> None:
     log_dir = tmp_path / "logs"
-    for name in ("c-gzip-0", "__consumer_offsets-0"):
-        shutil.copytree(corpus_root / "kafka-3.8.0" / name, log_dir / name)
+    shutil.copytree(corpus_root / "kafka-3.8.0" / "__consumer_offsets-0", log_dir / "__consumer_offsets-0")
+    c_none_partition(corpus_root, log_dir / "c-none-0")
     offsets_log = log_dir / "__consumer_offsets-0" / "00000000000000000000.log"
     offsets_log.write_bytes(offsets_log.read_bytes()[:-10])  # a torn last batch
-    result = kdump("trim-tail", "--to-offset", "400", str(log_dir / "c-gzip-0"))
+    result = kdump("trim-tail", "--to-offset", "400", str(log_dir / "c-none-0"))
     assert "problems reading the committed offsets" in result.stderr
     assert f"check with: kdump verify {log_dir / '__consumer_offsets-0'}" in result.stderr
     assert "partial-trailing-batch" in result.stderr
-    assert "group kdump-cg (classic) on c-gzip-0" in result.stdout
+    assert "group kdump-cg (classic) on c-none-0" in result.stdout
