@@ -768,7 +768,7 @@ class Finding:
         else:
             import shlex
 
-            where = shlex.quote(str(Path(self.file).parent))
+            where = shlex.quote(str(self.details.get("repair_path") or Path(self.file).parent))
         command = template.replace("PARTITION", where)
         if self.details.get("salvage_first"):
             # Valid data lies past the cut the trim makes: get it out first.

@@ -21,7 +21,7 @@ from kdump.render.rows import ENCODINGS
 
 
 @click.command("salvage")
-@click.argument("partition_dir", type=click.Path())
+@click.argument("partition_dir", type=click.Path(), metavar="PATH")
 @click.option(
     "--out",
     "out",
@@ -69,9 +69,11 @@ def salvage_command(
                                 what was recovered after it and how (also printed)
 
     \b
-    Exit codes: 0 nothing was damaged, 1 damage was cut out (the report says what was lost), a
-    leftover segment was not read, or the clean partition does not verify, 2 usage, 3 cannot read
-    or write, or records could not be decompressed (codec-unavailable), 4 refused (--out).
+    Exit codes: 0 everything that verifies was written (the report says what was lost, if
+    anything), 1 the salvage is incomplete: the clean partition does not verify or records of a
+    kept batch do not decode, 2 usage, 3 cannot read or write, or records could not be decompressed
+    (codec-unavailable), 4 refused (--out). So `kdump salvage --out DIR P && kdump trim-tail
+    --apply P` trims only once the salvage is written.
 
     \b
     Examples:
@@ -87,9 +89,14 @@ def salvage_command(
     except KdumpError as exc:
         click.echo(f"kdump: {exc}", err=True)
         sys.exit(ExitCode.UNREADABLE)
-    if target.kind != "partition":
-        raise click.UsageError(f"{partition_dir} is not a partition directory (salvage takes one)")
-    part = PartitionDir.load(target.path)
+    if target.kind == "file" and target.segments:
+        # A segment given alone (a copy such as `copy.log`): salvaged as a partition of that one
+        # segment, named after the directory holding it.
+        part = PartitionDir(target.path.resolve().parent, None, None, segments=list(target.segments))
+    elif target.kind != "partition":
+        raise click.UsageError(f"{partition_dir} is not a partition directory or a segment (salvage takes one)")
+    else:
+        part = PartitionDir.load(target.path)
     resolver = IntervalResolver(index_interval_bytes, metadata_log, DEFAULT_INDEX_INTERVAL_BYTES)
     interval, source = resolver.for_partition(part.path, target.log_dir_path)
     with ExitStack() as stack:
@@ -120,4 +127,6 @@ def salvage_command(
     if not result.ok:
         click.echo("kdump: the salvage is incomplete: see the errors above", err=True)
         sys.exit(ExitCode.FINDINGS)
-    sys.exit(ExitCode.OK if result.plan.complete else ExitCode.FINDINGS)
+    # What was lost is the report's to say; the exit status says the salvage wrote all it could, so
+    # that `salvage ... && trim-tail --apply ...` goes on to the trim.
+    sys.exit(ExitCode.OK)

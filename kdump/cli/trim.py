@@ -53,7 +53,8 @@ def trim_command(
 
     \b
     Exit codes: 0 nothing to do or done, 1 changes would be made (dry run), 2 usage,
-    3 cannot read or write, 4 refused (a broker holds the log dir's .lock).
+    3 cannot read or write, 4 refused (a broker holds the log dir's .lock), 5 cannot repair
+    (a file given that is not a segment).
 
     \b
     Examples:
@@ -142,7 +143,7 @@ def _describe(p: TrimPlan) -> str:
         )
     if p.salvage_first:
         text += (
-            f"\n  valid data lies past the cut: first run  kdump salvage --out DIR {shlex.quote(str(p.root))}"
+            f"\n  valid data lies past the cut: first run  kdump salvage --out DIR {shlex.quote(p.label)}"
         )
     return text
 
