@@ -462,8 +462,10 @@ _KINDS = [
         "there (DeleteRecords, retention): the start offset is the log dir's log-start-offset-checkpoint, "
         "the metadata log's oldest snapshot or, with neither, the checkpoint's first entry when the "
         "batches agree its epoch was in force there.",
-        "Followers truncate to the wrong offset after a leader change (KIP-101).",
-        None,
+        "Followers truncate to the wrong offset after a leader change (KIP-101). After a torn or corrupt "
+        "tail, the trim's cut takes out what contradicts the checkpoint and drops its epochs past the new "
+        "log end, as the broker's recovery does: the repair is named there only, where it fixes the finding.",
+        _TRIM,
     ),
     FindingKind(
         "leader-epoch-checkpoint-contradicted",
@@ -757,7 +759,8 @@ class Finding:
     @property
     def repair(self) -> str | None:
         """The kdump command that repairs it, with this finding's partition (and offset) filled in."""
-        template = CATALOG[self.code].repair
+        # A finding the catalog's repair does not fix here carries `repair` None in its details.
+        template = self.details["repair"] if "repair" in self.details else CATALOG[self.code].repair
         if template is None:
             return None
         from kdump.store.locations import is_stored

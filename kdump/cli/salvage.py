@@ -94,7 +94,9 @@ def salvage_command(
         # segment, named after the directory holding it.
         part = PartitionDir(target.path.resolve().parent, None, None, segments=list(target.segments))
     elif target.kind != "partition":
-        raise click.UsageError(f"{partition_dir} is not a partition directory or a segment (salvage takes one)")
+        raise click.UsageError(
+            f"{partition_dir} is not a partition directory or a segment (salvage takes one)"
+        )
     else:
         part = PartitionDir.load(target.path)
     resolver = IntervalResolver(index_interval_bytes, metadata_log, DEFAULT_INDEX_INTERVAL_BYTES)

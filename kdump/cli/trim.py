@@ -142,9 +142,7 @@ def _describe(p: TrimPlan) -> str:
             "which no broker produces (verify reports it as offset-hole)"
         )
     if p.salvage_first:
-        text += (
-            f"\n  valid data lies past the cut: first run  kdump salvage --out DIR {shlex.quote(p.label)}"
-        )
+        text += f"\n  valid data lies past the cut: first run  kdump salvage --out DIR {shlex.quote(p.label)}"
     return text
 
 

@@ -357,7 +357,9 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
         report.findings = salvage_first(report.findings, results)
         if target.note is not None or parse_partition_dir_name(target.path.resolve().parent.name) is None:
             # A segment outside a partition (a copy): its repairs name the file, not the directory.
-            report.findings = [replace(f, details={**f.details, "repair_path": target.given}) for f in report.findings]
+            report.findings = [
+                replace(f, details={**f.details, "repair_path": target.given}) for f in report.findings
+            ]
         return report
     kind = file_kind(target.path)
     if kind == "snapshot":
