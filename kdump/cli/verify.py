@@ -238,10 +238,10 @@ class _Printer:
             for row in [*render.finding_rows(r), render.report_summary_row(r)]:
                 sys.stdout.write(json.dumps(row, separators=(",", ":")) + "\n")
         elif self.console is not None:
-            from kdump.render.rich_tty import finding_text
+            from kdump.render.rich_tty import finding_text, print_whole_lines
 
             for f in r.findings:
-                self.console.print(finding_text(f))
+                print_whole_lines(self.console, finding_text(f))
         else:
             sys.stdout.write("\n".join(render.report_lines(r)) + "\n")
         sys.stdout.flush()
