@@ -54,7 +54,8 @@ def salvage_command(
     """Get back every batch of a damaged partition that still verifies, past every damaged region.
 
     The broker's recovery truncates a segment at its first invalid batch and deletes every later
-    segment. salvage reads PARTITION_DIR (never writing to it) and writes into --out DIR:
+    segment. salvage reads PATH, a partition directory or a segment file given alone (never
+    writing to it), and writes into --out DIR:
 
     \b
       records.jsonl             every record of every batch whose checksum verifies, as
