@@ -79,7 +79,8 @@ def trim_command(
         row = plan.to_row()
         row["applied"] = False
         rows.append(row)
-        if fmt != "json":
+        # Of many partitions (a log dir), the clean ones are a count at the end, not a line each.
+        if fmt != "json" and (plan.segment is not None or len(plans) == 1):
             click.echo(_describe(plan))
     if apply:
         intervals = IntervalResolver(index_interval_bytes, metadata_log)
@@ -98,10 +99,14 @@ def trim_command(
                     f"rebuilt {len(result.reindexed)} index files; backup in {result.backup_dir} "
                     f"(undo: kdump restore {result.backup_dir})"
                 )
+    clean = sum(1 for p in plans if p.segment is None)
     if fmt == "json":
         write_rows(rows)
-    elif pending and not apply:
-        click.echo("run again with --apply to make these changes")
+    else:
+        if clean and len(plans) > 1:
+            click.echo(f"nothing to trim in {clean} of {len(plans)} partitions")
+        if pending and not apply:
+            click.echo("run again with --apply to make these changes")
     if failed:
         sys.exit(ExitCode.UNREADABLE)
     sys.exit(ExitCode.FINDINGS if pending and not apply else ExitCode.OK)
