@@ -36,10 +36,10 @@ def shell(command: str, cwd: Path, scratch: Path) -> subprocess.CompletedProcess
     )
 
 
-def printed_hints(path: str, cwd: Path, scratch: Path) -> tuple[list[str], int]:
-    """The distinct repair hints `kdump verify --format json --fail-on info PATH` prints, in order,
-    and its exit status."""
-    done = shell(f"kdump verify --format json --fail-on info {_quote(path)}", cwd, scratch)
+def printed_hints(path: str, cwd: Path, scratch: Path, fail_on: str = "info") -> tuple[list[str], int]:
+    """The distinct repair hints `kdump verify --format json --fail-on FAIL_ON PATH` prints, in
+    order, and its exit status."""
+    done = shell(f"kdump verify --format json --fail-on {fail_on} {_quote(path)}", cwd, scratch)
     hints: list[str] = []
     for line in done.stdout.splitlines():
         row: dict[str, Any] = json.loads(line) if line.startswith("{") else {}

@@ -31,4 +31,6 @@ def test_a_hint_and_its_path_are_never_broken_across_lines(tmux: Path, tmp_path:
         assert line.endswith(f"(repair: {hint})"), lines  # whole, on the line it belongs to
     assert not any(line.strip().startswith(str(deep)[40:]) for line in lines)  # no path's tail alone
     # The table names the partition whole on one row (the terminal wraps it on screen, rich does not).
-    assert any(str(deep.relative_to(deep.parent.parent)) in line or str(deep) in line for line in lines), lines
+    assert any(str(deep.relative_to(deep.parent.parent)) in line or str(deep) in line for line in lines), (
+        lines
+    )

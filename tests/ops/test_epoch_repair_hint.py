@@ -51,14 +51,17 @@ def test_a_torn_tail_past_the_last_epoch_start_names_the_trim_and_it_fixes_it(tm
     cwd = tmp_path / "work"
     part = copy_tree(SAMPLE, cwd / "copies of" / "txn-1")
     bases, tail = _two_epochs(part, 3)
-    (part / "leader-epoch-checkpoint").write_bytes(encode_leader_epoch_checkpoint([(0, bases[0]), (1, bases[-3])]))
+    (part / "leader-epoch-checkpoint").write_bytes(
+        encode_leader_epoch_checkpoint([(0, bases[0]), (1, bases[-3])])
+    )
     # Torn inside the fifth batch from the end: epoch 1 (the last three) is gone with it.
     log = sorted(part.glob("*.log"))[-1]
     with log.open("r+b") as fh:
         fh.truncate(tail[-5][1] + 30)
     rel = "copies of/txn-1"
     mismatch = [f for f in _findings(cwd, rel, tmp_path) if f["code"] == "leader-epoch-mismatch"]
-    assert mismatch and all(f["repair"] == "kdump trim-tail --apply 'copies of/txn-1'" for f in mismatch)
+    assert mismatch
+    assert all(f["repair"] == "kdump trim-tail --apply 'copies of/txn-1'" for f in mismatch)
     hints, status = printed_hints(rel, cwd, tmp_path)
     assert status == 1
     assert hints[0] == "kdump trim-tail --apply 'copies of/txn-1'"
@@ -75,6 +78,9 @@ def test_a_checkpoint_the_staying_batches_contradict_names_no_repair(tmp_path: P
     part = copy_tree(SAMPLE, tmp_path / "txn-1")
     bases, _ = _two_epochs(part, 3)
     # Epoch 1 recorded one batch late: the batches that carry it from earlier stay whatever is trimmed.
-    (part / "leader-epoch-checkpoint").write_bytes(encode_leader_epoch_checkpoint([(0, bases[0]), (1, bases[-2])]))
+    (part / "leader-epoch-checkpoint").write_bytes(
+        encode_leader_epoch_checkpoint([(0, bases[0]), (1, bases[-2])])
+    )
     mismatch = [f for f in _findings(tmp_path, "txn-1", tmp_path) if f["code"] == "leader-epoch-mismatch"]
-    assert mismatch and all(f["repair"] is None for f in mismatch)
+    assert mismatch
+    assert all(f["repair"] is None for f in mismatch)
