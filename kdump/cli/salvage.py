@@ -112,6 +112,7 @@ def salvage_command(
             parquet=not no_parquet,
             interval_source=source,
             progress=progress_bar(stack, [target], fmt, "salvaging"),
+            source=target.path if target.kind == "file" else None,
         )
     if fmt == "json":
         sys.stdout.write(json.dumps(result.report, separators=(",", ":")) + "\n")

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
+from kdump.errors import CannotRepairError
 from kdump.cli.output import discover_all, format_option, resolve_format, say_problems
 from kdump.cli.repair import LocalPath, check_backup_dir, interval_options, repair_options, write_rows
 from kdump.ops.topic_config import IntervalResolver
@@ -54,7 +55,7 @@ def trim_command(
     \b
     Exit codes: 0 nothing to do or done, 1 changes would be made (dry run), 2 usage,
     3 cannot read or write, 4 refused (a broker holds the log dir's .lock), 5 cannot repair
-    (a file given that is not a segment).
+    (a file given that is not a segment .log).
 
     \b
     Examples:
@@ -68,7 +69,8 @@ def trim_command(
     plans: list[TrimPlan] = []
     for t in targets:
         if t.kind == "file" and not t.path.name.endswith(".log"):
-            raise click.UsageError(f"{t.given} is not a segment .log file or a partition directory")
+            # Not a command-line mistake but a path no trim applies to: nothing touched (exit 5).
+            raise CannotRepairError(f"{t.given} is not a segment .log file or a partition directory")
         plans.extend(plan_trim_tail(t, to_offset=to_offset, drop_later_segments=drop_later_segments))
     problems = [f for t in targets for f in t.problems]
     problems += [f for t in targets for p in t.partitions() for f in p.problems]

@@ -311,9 +311,11 @@ def salvage(
     parquet: bool = True,
     interval_source: str = "the broker default",
     progress: Callable[[int], None] | None = None,
+    source: Path | None = None,
 ) -> SalvageResult:
     """Salvage a partition directory into `out`: clean partition, records, partial records, report;
-    `progress` is told the bytes of each kept batch as its records are written."""
+    `progress` is told the bytes of each kept batch as its records are written. `source` is what
+    --out must not lie in: the partition directory, or the segment file given alone."""
     from kdump.ops.salvage_report import build_report
 
     plan = plan_salvage(part)
@@ -323,7 +325,7 @@ def salvage(
         # Fail before anything is written; imported after the plan, whose scan is the other peak
         # of memory.
         load_pyarrow()
-    odir = OutputDir.create(out, part.path)
+    odir = OutputDir.create(out, source or part.path)
     clean = write_clean_partition(plan, odir, interval_bytes)
     result = SalvageResult(plan, odir.path, clean, parquet=parquet)
     _write_records(result, odir, record_line, batch_lines, progress)

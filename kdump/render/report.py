@@ -138,11 +138,11 @@ def worth_a_line(r: PartitionReport, floor: Severity) -> bool:
 def report_lines(r: PartitionReport, shown: Sequence[Finding] | None = None) -> list[str]:
     """Text lines: one per finding (those `shown`, by default all), then the partition's summary."""
     lines: list[str] = []
-    findings = r.findings if shown is None else shown
-    if findings:
+    listed = r.findings if shown is None else shown
+    if listed:
         from kdump.render.text import finding_line
 
-        lines = [finding_line(f) for f in findings]
+        lines = [finding_line(f) for f in listed]
     status = status_text(r)
     findings = f"{r.total(Severity.ERROR)} errors, {r.total(Severity.WARNING)} warnings, {r.total(Severity.INFO)} info"
     coverage = coverage_text(r.log_bytes, r.checked_bytes, r.limited)
