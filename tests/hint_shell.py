@@ -36,10 +36,12 @@ def shell(command: str, cwd: Path, scratch: Path) -> subprocess.CompletedProcess
     )
 
 
-def printed_hints(path: str, cwd: Path, scratch: Path, fail_on: str = "info") -> tuple[list[str], int]:
-    """The distinct repair hints `kdump verify --format json --fail-on FAIL_ON PATH` prints, in
-    order, and its exit status."""
-    done = shell(f"kdump verify --format json --fail-on {fail_on} {_quote(path)}", cwd, scratch)
+def printed_hints(
+    path: str, cwd: Path, scratch: Path, fail_on: str = "info", flags: str = ""
+) -> tuple[list[str], int]:
+    """The distinct repair hints `kdump verify --format json --fail-on FAIL_ON [FLAGS] PATH`
+    prints, in order, and its exit status."""
+    done = shell(f"kdump verify --format json --fail-on {fail_on} {flags} {_quote(path)}", cwd, scratch)
     hints: list[str] = []
     for line in done.stdout.splitlines():
         row: dict[str, Any] = json.loads(line) if line.startswith("{") else {}
