@@ -78,6 +78,12 @@ class RefusedError(KdumpError):
     """A repair that kdump refuses to carry out (exit code 4)."""
 
 
+class CannotRepairError(KdumpError):
+    """A repair's pre-flight found it cannot be carried out here (no room for the backup or the
+    rewritten files, a read-only or unwritable filesystem, a path that is not a partition); nothing
+    was touched (exit code 5)."""
+
+
 class NotFoundError(PathError, FileNotFoundError):
     """Nothing at a path (a stored location whose listing holds no such entry; exit code 3)."""
 

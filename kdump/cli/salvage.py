@@ -14,13 +14,14 @@ from kdump.cli.output import UNCHECKED_CODES, format_option, progress_bar, resol
 from kdump.cli.repair import interval_options
 from kdump.errors import KdumpError
 from kdump.model.log_dir import discover
+from kdump.model.partition import PartitionDir
 from kdump.ops.common.topic_config import IntervalResolver
 from kdump.ops.repair.reindex import DEFAULT_INDEX_INTERVAL_BYTES
 from kdump.render.rows import ENCODINGS
 
 
 @click.command("salvage")
-@click.argument("partition_dir", type=click.Path())
+@click.argument("partition_dir", type=click.Path(), metavar="PATH")
 @click.option(
     "--out",
     "out",
@@ -53,7 +54,8 @@ def salvage_command(
     """Get back every batch of a damaged partition that still verifies, past every damaged region.
 
     The broker's recovery truncates a segment at its first invalid batch and deletes every later
-    segment. salvage reads PARTITION_DIR (never writing to it) and writes into --out DIR:
+    segment. salvage reads PATH, a partition directory or a segment file given alone (never
+    writing to it), and writes into --out DIR:
 
     \b
       records.jsonl             every record of every batch whose checksum verifies, as
@@ -68,9 +70,11 @@ def salvage_command(
                                 what was recovered after it and how (also printed)
 
     \b
-    Exit codes: 0 nothing was damaged, 1 damage was cut out (the report says what was lost), a
-    leftover segment was not read, or the clean partition does not verify, 2 usage, 3 cannot read
-    or write, or records could not be decompressed (codec-unavailable), 4 refused (--out).
+    Exit codes: 0 everything that verifies was written (the report says what was lost, if
+    anything), 1 the salvage is incomplete: the clean partition does not verify or records of a
+    kept batch do not decode, 2 usage, 3 cannot read or write, or records could not be decompressed
+    (codec-unavailable), 4 refused (--out). So `kdump salvage --out DIR P && kdump trim-tail
+    --apply P` trims only once the salvage is written.
 
     \b
     Examples:
@@ -86,9 +90,16 @@ def salvage_command(
     except KdumpError as exc:
         click.echo(f"kdump: {exc}", err=True)
         sys.exit(ExitCode.UNREADABLE)
-    if target.kind != "partition":
-        raise click.UsageError(f"{partition_dir} is not a partition directory (salvage takes one)")
-    part = target.partitions()[0]  # as discovered: listed once
+    if target.kind == "file" and target.segments:
+        # A segment given alone (a copy such as `copy.log`): salvaged as a partition of that one
+        # segment, named after the directory holding it.
+        part = PartitionDir(target.path.resolve().parent, None, None, segments=list(target.segments))
+    elif target.kind != "partition":
+        raise click.UsageError(
+            f"{partition_dir} is not a partition directory or a segment (salvage takes one)"
+        )
+    else:
+        part = target.partitions()[0]  # as discovered: listed once
     resolver = IntervalResolver(index_interval_bytes, metadata_log, DEFAULT_INDEX_INTERVAL_BYTES)
     interval, source = resolver.for_partition(part.path, target.log_dir_path)
     with ExitStack() as stack:
@@ -101,6 +112,7 @@ def salvage_command(
             parquet=not no_parquet,
             interval_source=source,
             progress=progress_bar(stack, [target], fmt, "salvaging"),
+            source=target.path if target.kind == "file" else None,
         )
     if fmt == "json":
         sys.stdout.write(json.dumps(result.report, separators=(",", ":")) + "\n")
@@ -119,4 +131,6 @@ def salvage_command(
     if not result.ok:
         click.echo("kdump: the salvage is incomplete: see the errors above", err=True)
         sys.exit(ExitCode.FINDINGS)
-    sys.exit(ExitCode.OK if result.plan.complete else ExitCode.FINDINGS)
+    # What was lost is the report's to say; the exit status says the salvage wrote all it could, so
+    # that `salvage ... && trim-tail --apply ...` goes on to the trim.
+    sys.exit(ExitCode.OK)

@@ -11,6 +11,7 @@ import click
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import diag, discover_all, format_option, resolve_format, say_problems
 from kdump.cli.repair import LocalPath, check_backup_dir, interval_options, repair_options, write_rows
+from kdump.errors import CannotRepairError
 from kdump.ops.common.topic_config import IntervalResolver
 from kdump.ops.consumers import CommitTable, read_commits
 from kdump.ops.consumers.repairs import cut_impact
@@ -67,7 +68,8 @@ def trim_command(
 
     \b
     Exit codes: 0 nothing to do or done, 1 changes would be made (dry run), 2 usage,
-    3 cannot read or write, 4 refused (a broker holds the log dir's .lock).
+    3 cannot read or write, 4 refused (a broker holds the log dir's .lock), 5 cannot repair
+    (a file given that is not a segment .log).
 
     \b
     Examples:
@@ -81,7 +83,8 @@ def trim_command(
     plans: list[TrimPlan] = []
     for t in targets:
         if t.kind == "file" and not t.path.name.endswith(".log"):
-            raise click.UsageError(f"{t.given} is not a segment .log file or a partition directory")
+            # Not a command-line mistake but a path no trim applies to: nothing touched (exit 5).
+            raise CannotRepairError(f"{t.given} is not a segment .log file or a partition directory")
         plans.extend(plan_trim_tail(t, to_offset=to_offset, drop_later_segments=drop_later_segments))
     problems = [f for t in targets for f in t.problems]
     problems += [f for t in targets for p in t.partitions() for f in p.problems]
@@ -97,7 +100,8 @@ def trim_command(
         impacts = cut_impact(plan.root, plan.log_dir, plan.new_log_end_offset, commits) if plan.needed else []
         row["consumer_groups"] = impact_rows(impacts, str(plan.root))
         row["consumer_groups_read_from"] = [str(p) for p in commits.sources]
-        if fmt != "json":
+        # Of many partitions (a log dir), the clean ones are a count at the end, not a line each.
+        if fmt != "json" and (plan.segment is not None or len(plans) == 1):
             click.echo(_describe(plan))
             lines = impact_lines(impacts, commits, asked=bool(commits_paths)) if plan.needed else []
             if lines:
@@ -119,10 +123,14 @@ def trim_command(
                     f"rebuilt {len(result.reindexed)} index files; backup in {result.backup_dir} "
                     f"(undo: kdump restore {result.backup_dir})"
                 )
+    clean = sum(1 for p in plans if p.segment is None)
     if fmt == "json":
         write_rows(rows)
-    elif pending and not apply:
-        click.echo("run again with --apply to make these changes")
+    else:
+        if clean and len(plans) > 1:
+            click.echo(f"nothing to trim in {clean} of {len(plans)} partitions")
+        if pending and not apply:
+            click.echo("run again with --apply to make these changes")
     if failed:
         sys.exit(ExitCode.UNREADABLE)
     sys.exit(ExitCode.FINDINGS if pending and not apply else ExitCode.OK)
@@ -163,9 +171,7 @@ def _describe(p: TrimPlan) -> str:
             "which no broker produces (verify reports it as offset-hole)"
         )
     if p.salvage_first:
-        text += (
-            f"\n  valid data lies past the cut: first run  kdump salvage --out DIR {shlex.quote(str(p.root))}"
-        )
+        text += f"\n  valid data lies past the cut: first run  kdump salvage --out DIR {shlex.quote(p.label)}"
     return text
 
 

@@ -70,6 +70,15 @@ from kdump.ops.tiered.partitions import TieredContext
     help="Check tiered storage against the __remote_log_metadata in this directory: a "
     "__remote_log_metadata-N partition or a log dir holding them (repeatable; default: the log dirs given).",
 )
+@click.option(
+    "--show",
+    type=click.Choice(["info", "warning", "error"], case_sensitive=False),
+    default="info",
+    show_default=True,
+    help="Show findings of this severity or worse, and a partition's line only where it has one "
+    "(or was not wholly checked); the total always counts everything. The exit status is --fail-on's.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="Show errors only: the same as --show error.")
 @allow_unknown_option
 @format_option
 def verify_command(
@@ -84,6 +93,8 @@ def verify_command(
     output: str | None,
     allow_empty: bool,
     remote_log_metadata: tuple[str, ...],
+    show: str,
+    quiet: bool,
     allow_unknown: bool,
     fmt: str | None,
 ) -> None:
@@ -119,6 +130,7 @@ def verify_command(
       kdump verify --remote-log-metadata /copies/broker1 /mnt/tiered-store
     """
     threshold = Severity.parse(fail_on)
+    floor = Severity.ERROR if quiet else Severity.parse(show)
     fmt = resolve_format(fmt)
     stores, paths = split_remote_stores(paths)
     targets, unreadable = (
@@ -133,14 +145,14 @@ def verify_command(
 
         reports = run_fleet_verify(targets, options, master=master, output=output)
         code = _write_junit(junit, reports, threshold, _exit_code(reports, threshold, unreadable))
-        _print_reports(reports, fmt, code)
+        _print_reports(reports, fmt, code, floor=floor)
     else:
         if master is not None or output is not None:
             raise click.UsageError("--master and --output go with --engine spark")
         with ExitStack() as stack:
             progress = progress_bar(stack, targets, fmt, "verifying")
             reports = []
-            printer = _Printer(fmt)
+            printer = _Printer(fmt, floor)
             for report in verify_targets(targets, options, progress, tiered):
                 reports.append(report)
                 if progress is not None:
@@ -221,8 +233,9 @@ def _exit_code(reports: list[PartitionReport], threshold: Severity, unreadable: 
 class _Printer:
     """Streams reports as they complete, in the chosen format."""
 
-    def __init__(self, fmt: str) -> None:
+    def __init__(self, fmt: str, floor: Severity = Severity.INFO) -> None:
         self.fmt = fmt
+        self.floor = floor
         self.console = None
         if fmt == "rich":
             from kdump.render.rich_tty import make_console
@@ -232,31 +245,39 @@ class _Printer:
     def report(self, r: PartitionReport) -> None:
         from kdump.render import report as render
 
+        shown = [f for f in r.findings if f.severity >= self.floor]
+        if not render.worth_a_line(r, self.floor):
+            return
         if self.fmt == "json":
             import json
 
-            for row in [*render.finding_rows(r), render.report_summary_row(r)]:
+            for row in [*render.finding_rows(r, shown), render.report_summary_row(r)]:
                 sys.stdout.write(json.dumps(row, separators=(",", ":")) + "\n")
         elif self.console is not None:
-            from kdump.render.rich_tty import finding_text
+            from kdump.render.rich_tty import finding_text, print_whole_lines
 
-            for f in r.findings:
-                self.console.print(finding_text(f))
+            for f in shown:
+                print_whole_lines(self.console, finding_text(f))
         else:
-            sys.stdout.write("\n".join(render.report_lines(r)) + "\n")
+            sys.stdout.write("\n".join(render.report_lines(r, shown)) + "\n")
         sys.stdout.flush()
 
     def finish(self, reports: list[PartitionReport], code: int) -> None:
-        _print_reports(reports, self.fmt, code, only_total=True, console=self.console)
+        _print_reports(reports, self.fmt, code, only_total=True, console=self.console, floor=self.floor)
 
 
 def _print_reports(
-    reports: list[PartitionReport], fmt: str, code: int, only_total: bool = False, console: Any = None
+    reports: list[PartitionReport],
+    fmt: str,
+    code: int,
+    only_total: bool = False,
+    console: Any = None,
+    floor: Severity = Severity.INFO,
 ) -> None:
     from kdump.render import report as render
 
     if not only_total:
-        printer = _Printer(fmt)
+        printer = _Printer(fmt, floor)
         for r in reports:
             printer.report(r)
         console = printer.console
@@ -268,7 +289,7 @@ def _print_reports(
     elif console is not None:
         from kdump.render.rich_tty import verify_table
 
-        verify_table(console, reports, code)
+        verify_table(console, [r for r in reports if render.worth_a_line(r, floor)], code)
     else:
         f = total["findings"]
         coverage = render.coverage_text(total["log_bytes"], total["checked_bytes"], total["limited"])

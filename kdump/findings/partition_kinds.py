@@ -3,7 +3,7 @@ kdump was given and could not check, tiered storage, broker tarballs, and payloa
 
 from __future__ import annotations
 
-from kdump.findings.kinds import Consequence, FindingKind
+from kdump.findings.kinds import TRIM_TAIL, Consequence, FindingKind
 
 __all__ = ["PARTITION_KINDS"]
 
@@ -63,8 +63,10 @@ PARTITION_KINDS = [
         "there (DeleteRecords, retention): the start offset is the log dir's log-start-offset-checkpoint, "
         "the metadata log's oldest snapshot or, with neither, the checkpoint's first entry when the "
         "batches agree its epoch was in force there.",
-        "Followers truncate to the wrong offset after a leader change (KIP-101).",
-        None,
+        "Followers truncate to the wrong offset after a leader change (KIP-101). After a torn or corrupt "
+        "tail, the trim's cut takes out what contradicts the checkpoint and drops its epochs past the new "
+        "log end, as the broker's recovery does: the repair is named there only, where it fixes the finding.",
+        TRIM_TAIL,
     ),
     FindingKind(
         "leader-epoch-checkpoint-contradicted",

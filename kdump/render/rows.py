@@ -259,6 +259,19 @@ def summary_row(s: ScanSummary) -> dict[str, Any]:
         "deep": s.deep,
         "partial": s.partial,
         "end_position": s.scanned_bytes,
+        # A filtered dump only: what it showed of the file.
+        **(
+            {}
+            if s.shown is None
+            else {
+                "shown": {
+                    "batches": s.shown.batches,
+                    "records": s.shown.records,
+                    "first_offset": s.shown.first_offset,
+                    "last_offset": s.shown.last_offset,
+                }
+            }
+        ),
     }
 
 

@@ -188,8 +188,15 @@ def summary_line(s: ScanSummary) -> str:
         if s.partial
         else f"valid bytes {s.valid_bytes} of {s.size}"
     )
+    shown = ""
+    if s.shown is not None:
+        # A filtered dump: what it showed first, then the file's own counts.
+        sh = s.shown
+        what = f"{sh.batches} batches" + ("" if sh.records is None else f", {sh.records} records")
+        where = "" if sh.first_offset is None else f", offsets {sh.first_offset}..{sh.last_offset}"
+        shown = f"shown {what}{where}; of "
     return (
-        f"Summary: {s.batch_count} batches, {records}, {offsets}, "
+        f"Summary: {shown}{s.batch_count} batches, {records}, {offsets}, "
         f"{covered}, stopped: {s.stop_reason}, "
         f"findings: {s.findings_error} errors, {s.findings_warning} warnings, {s.findings_info} info"
     )

@@ -18,14 +18,15 @@ __all__ = ["repair_command"]
 
 def repair_command(finding: Finding) -> str | None:
     """The kdump command that repairs it, with this finding's partition (and offset) filled in."""
-    template = CATALOG[finding.code].repair
+    # A finding the catalog's repair does not fix here carries `repair` None in its details.
+    template = finding.details["repair"] if "repair" in finding.details else CATALOG[finding.code].repair
     if template is None:
         return None
     if is_stored(finding.file):
         # Repairs work on local files only: name the copy to repair, keeping the URL whole.
         where = f"a local copy of {finding.file.rsplit('/', 1)[0]}"
     else:
-        where = shlex.quote(str(Path(finding.file).parent))
+        where = shlex.quote(str(finding.details.get("repair_path") or Path(finding.file).parent))
     command = template.replace("PARTITION", where)
     if finding.details.get("salvage_first"):
         # Valid data lies past the cut the trim makes: get it out first.

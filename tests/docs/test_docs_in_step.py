@@ -504,7 +504,14 @@ def test_schema_documents_exactly_the_finding_fields() -> None:
 
 
 def test_schema_documents_exactly_the_summary_fields() -> None:
-    assert set(rows.summary_row(scan_summary())) == fields_of("summary (dump)")
+    from dataclasses import replace
+
+    from kdump.scan.events import Shown
+
+    # `shown` only in a filtered dump's summary.
+    assert set(rows.summary_row(scan_summary())) == fields_of("summary (dump)") - {"shown"}
+    filtered = replace(scan_summary(), shown=Shown(1, 1, 5, 5))
+    assert set(rows.summary_row(filtered)) == fields_of("summary (dump)")
     partition = PartitionReport("orders-0", "partition", [a_finding()], 1, 1, 3, 120, 120, 0, 2)
     assert set(report.report_summary_row(partition)) == fields_of("summary (verify)")
     assert set(report.overall_row([partition], 1)) == fields_of("summary (verify overall)")

@@ -183,6 +183,9 @@ def salvage_first(findings: list[Finding], results: Sequence[SegmentResult]) -> 
         later_data = any(x.summary is not None and x.summary.size > 0 for x in results[i + 1 :])
         at_damage = s.salvageable_batches > 0 or later_data
         break
+    findings = _epoch_repairs(
+        findings, any(r.summary is not None and r.summary.valid_bytes < r.summary.size for r in results)
+    )
     out = []
     for f in findings:
         repair = CATALOG[f.code].repair if f.code in CATALOG else None
@@ -190,5 +193,32 @@ def salvage_first(findings: list[Finding], results: Sequence[SegmentResult]) -> 
             repair is not None and "trim-tail --to-offset" in repair
         ):
             f = replace(f, details={**f.details, "salvage_first": True})
+        out.append(f)
+    return out
+
+
+def _epoch_repairs(findings: list[Finding], damaged: bool) -> list[Finding]:
+    """A `leader-epoch-mismatch` carries the trim as its repair only where the trim fixes it: the
+    partition has a tail to cut, and the mismatch lies past the cut (a checkpoint epoch past the
+    log end, which the trim drops as `LeaderEpochFileCache.truncateFromEnd` does, or batches the cut
+    takes out). Elsewhere the trim changes nothing there, and no repair is named."""
+    cuts = [
+        f.offset
+        for f in findings
+        if f.offset is not None
+        and f.code in CATALOG
+        and CATALOG[f.code].repair == TRIM_REPAIR
+        and f.code != "leader-epoch-mismatch"
+    ]
+    cut = min(cuts, default=None)
+    out = []
+    for f in findings:
+        if f.code == "leader-epoch-mismatch":
+            fixed = damaged and (
+                bool(f.details.get("past_log_end"))
+                or (cut is not None and f.offset is not None and f.offset >= cut)
+            )
+            if not fixed:
+                f = replace(f, details={**f.details, "repair": None})
         out.append(f)
     return out

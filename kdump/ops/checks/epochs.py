@@ -163,4 +163,5 @@ def check_leader_epochs(part: PartitionDir, results: Sequence[SegmentResult]) ->
                     str(path),
                     f"the checkpoint starts epoch {epoch} at offset {offset}, past the log end {log_end + 1}",
                     offset=offset,
+                    past_log_end=True,
                 )

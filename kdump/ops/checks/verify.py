@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kdump.findings import Finding, Severity, make_finding
+from kdump.formats.filenames import parse_partition_dir_name
 from kdump.model.entries import BROKER_LEFTOVER_KINDS, file_kind, leftover_finding
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
@@ -353,6 +354,12 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
     report.log_bytes = target.log_bytes
     tally(report, results)
     if results or target.problems:
+        report.findings = salvage_first(report.findings, results)
+        if target.note is not None or parse_partition_dir_name(target.path.resolve().parent.name) is None:
+            # A segment outside a partition (a copy): its repairs name the file, not the directory.
+            report.findings = [
+                replace(f, details={**f.details, "repair_path": target.given}) for f in report.findings
+            ]
         return report
     kind = file_kind(target.path)
     if kind == "snapshot":

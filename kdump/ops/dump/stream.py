@@ -27,7 +27,7 @@ from kdump.ops.dump.internal import InternalRecord, attach_decoded, choose_decod
 from kdump.ops.dump.state_files import dump_state_file
 from kdump.ops.tiered.partitions import LogStartCheckpoints, TieredContext, tiered_facts
 from kdump.scan.batch_checks import decode_batch_records
-from kdump.scan.events import Event, ScanSummary
+from kdump.scan.events import Event, ScanSummary, Shown
 from kdump.scan.log_scanner import scan_log
 from kdump.scan.source import open_buffer
 
@@ -332,11 +332,42 @@ def dump_log(
             yield from events
             return
         if not options.records:
-            for ev in events:
-                if not isinstance(ev, BatchHeader) or f.batch_passes_shallow(ev):
-                    yield ev
+            yield from _with_shown(
+                (ev for ev in events if not isinstance(ev, BatchHeader) or f.batch_passes_shallow(ev)), False
+            )
             return
-        yield from _filter_deep(events, f)
+        yield from _with_shown(_filter_deep(events, f), True)
+
+
+def _with_shown(events: Iterable[Event], records_shown: bool) -> Iterator[Event]:
+    """A filtered dump's events, its summary saying what was shown (the scan's own counts stay the
+    file's): a summary of 404 records under the one record asked for reads as what matched. With
+    records, the records shown are counted and their offsets given; without, the batches shown."""
+    batches, records, first, last = 0, 0, None, None
+    headers_counted = True  # every shown batch header gave its record count (a legacy wrapper does not)
+    for ev in events:
+        lows_highs: tuple[int, int] | None = None
+        if isinstance(ev, BatchHeader):
+            batches += 1
+            if not records_shown:
+                lows_highs = (
+                    ev.base_offset if ev.base_offset is not None else ev.last_offset,
+                    ev.last_offset,
+                )
+                if ev.count is None:
+                    headers_counted = False
+                else:
+                    records += ev.count
+        elif records_shown and isinstance(ev, Record):
+            records += 1
+            lows_highs = (ev.offset, ev.offset)
+        elif isinstance(ev, ScanSummary):
+            ev = replace(ev, shown=Shown(batches, records if headers_counted else None, first, last))
+            batches, records, first, last, headers_counted = 0, 0, None, None, True
+        if lows_highs is not None:
+            first = lows_highs[0] if first is None else min(first, lows_highs[0])
+            last = lows_highs[1] if last is None else max(last, lows_highs[1])
+        yield ev
 
 
 def _counting(events: Iterator[Event], found: list[Finding]) -> Iterator[Event]:

@@ -185,9 +185,14 @@ def default_backup_dir(partition: Path, log_dir: Path | None, now: float | None 
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     anchor = log_dir if log_dir is not None else partition.resolve().parent
     name = f"kdump-backup-{partition.name}-{stamp}"
-    if log_dir is not None:
-        return anchor.resolve().parent / f"{anchor.name}.kdump-backups" / name
-    return anchor / name
+    base = anchor.resolve().parent / f"{anchor.name}.kdump-backups" if log_dir is not None else anchor
+    # Two repairs of a partition within a second (one hint after another): a name of its own each,
+    # not a refusal of the second for a backup directory that exists.
+    candidate, n = base / name, 1
+    while candidate.exists():
+        n += 1
+        candidate = base / f"{name}-{n}"
+    return candidate
 
 
 @dataclass

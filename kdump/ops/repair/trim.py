@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kdump.errors import KdumpError, RefusedError
+from kdump.errors import CannotRepairError, KdumpError
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.checkpoints import (
@@ -171,10 +171,11 @@ def plan_trim_tail(
     As the broker's recovery does, the segments after the cut go too, unless
     `drop_later_segments=False` (the plan then names the offset hole that leaves)."""
     if target.kind == "file":
-        # A file named like no segment is not repaired: its name is not one the broker would load.
-        segs = list(target.segments) if target.note is None else []
+        # A segment file given alone is trimmed alone, whatever its name: a copy of a segment
+        # (`copy.log`, taken as a segment by its content) is cut at its first invalid batch like any.
+        segs = list(target.segments)
         if not segs:
-            raise RefusedError(f"{target.given} is not a segment .log file")
+            raise CannotRepairError(f"{target.given} is not a segment .log file")
         return [_plan_segments(target.given, target.path.parent, target.log_dir_path, segs, to_offset, False)]
     return [
         _plan_segments(str(p.path), p.path, target.log_dir_path, p.segments, to_offset, drop_later_segments)

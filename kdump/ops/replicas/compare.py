@@ -479,9 +479,14 @@ def group_replicas(targets: Sequence[Target]) -> tuple[list[tuple[str, list[Part
         for part in t.partitions():
             groups.setdefault(part.name, []).append(part)
     out = []
+    alone = [name for name in sorted(groups) if len(groups[name]) < 2]
     for name in sorted(groups):
-        if len(groups[name]) < 2:
-            notes.append(f"{groups[name][0].path}: no other replica of {name} was given; not compared")
-            continue
-        out.append((name, groups[name]))
+        if len(groups[name]) >= 2:
+            out.append((name, groups[name]))
+    if len(alone) == 1:
+        notes.append(f"{groups[alone[0]][0].path}: no other replica of {alone[0]} was given; not compared")
+    elif alone:
+        # One line for them all: a log dir's partitions that no other log dir given holds are many.
+        shown = ", ".join(alone[:5]) + (f" and {len(alone) - 5} more" if len(alone) > 5 else "")
+        notes.append(f"{len(alone)} partitions not compared, no other replica of them was given: {shown}")
     return out, notes
