@@ -13,7 +13,7 @@ import click
 
 from kdump import __version__
 from kdump.cli.exit_codes import SHOW_COMMANDS, ExitCode
-from kdump.errors import KdumpError, LogDirLockedError, RefusedError, missing_module
+from kdump.errors import CannotRepairError, KdumpError, LogDirLockedError, RefusedError, missing_module
 
 # Commands are imported only when used, so `kdump seek-by-time` does not pay for verify's imports.
 COMMANDS = {
@@ -152,7 +152,8 @@ def cli() -> None:
     Exit codes: 0 ok, 1 findings at or above --fail-on (verify), changes pending (dry run),
     replicas that diverge (compare) or where Kafka's tool would die (dump with Kafka's flags),
     2 usage error, 3 a path could not be read or written (or an optional dependency is missing),
-    4 repair refused (broker lock held),
+    4 repair refused (broker lock held), 5 a repair cannot be done here and nothing was touched (no
+    room, read-only or unwritable, not a partition),
     70 internal error (a bug: KDUMP_DEBUG=1 shows the traceback), 130 interrupted (Ctrl-C),
     141 output closed before verify or a repair finished (a dump whose reader stops exits 0).
 
@@ -215,6 +216,9 @@ def main() -> None:
     except RefusedError as exc:
         click.echo(f"kdump: refused: {exc}", err=True)
         sys.exit(ExitCode.REFUSED)
+    except CannotRepairError as exc:
+        click.echo(f"kdump: cannot repair: {exc}", err=True)
+        sys.exit(ExitCode.CANNOT_REPAIR)
     except KdumpError as exc:
         click.echo(f"kdump: {exc}", err=True)
         sys.exit(ExitCode.UNREADABLE)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -10,7 +9,10 @@ import click
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.repair import LocalPath
+from kdump.errors import LogDirLockedError, RepairFaultError
 from kdump.model.log_dir import discover
+from kdump.ops.preflight import check_room, read_manifest, restore_needs
+from kdump.ops.repair_faults import command_line, describe_os_error
 from kdump.ops.safety import MANIFEST, log_dir_lock, restore
 
 
@@ -29,13 +31,28 @@ def restore_command(backup_dir: Path) -> None:
       kdump restore /var/lib/kafka/data.kdump-backups/kdump-backup-orders-0-20261121T230000Z
     """
     try:
-        root = Path(json.loads((backup_dir / MANIFEST).read_text())["root"])
-    except (OSError, ValueError, KeyError) as exc:
-        click.echo(f"kdump: {backup_dir / MANIFEST} cannot be read: {exc}", err=True)
+        manifest = read_manifest(backup_dir / MANIFEST)
+        root = Path(manifest["root"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a kdump backup manifest"
+        click.echo(f"kdump: {backup_dir / MANIFEST} cannot be read: {why}", err=True)
         sys.exit(ExitCode.UNREADABLE)
     target = discover(str(root))
     with log_dir_lock(target.log_dir_path):
-        result = restore(backup_dir)
+        needs, files = restore_needs(backup_dir, manifest)
+        check_room("restore", needs, files)
+        try:
+            result = restore(backup_dir)
+        except OSError as exc:
+            if isinstance(exc, LogDirLockedError):
+                raise
+            # Restore is idempotent step by step: a second run skips what is back and finishes.
+            raise RepairFaultError(
+                f"restore stopped part way: {describe_os_error(exc)}; some files of {root} are back and "
+                f"some not yet; once the cause is fixed, run it again to finish: "
+                f"{command_line(['kdump', 'restore', backup_dir])}",
+                undone=False,
+            ) from exc
     for p in result.restored:
         click.echo(f"restored {p}")
     click.echo(f"restored {len(result.restored)} files from {backup_dir}")
