@@ -54,7 +54,8 @@ def reindex_command(
 
     \b
     Exit codes: 0 nothing to do or done, 1 changes would be made (dry run), 2 usage,
-    3 cannot read or write (a log that cannot be read is never "nothing to do"), 4 refused.
+    3 cannot read or write (a log that cannot be read is never "nothing to do"; a failed write is
+    undone), 4 refused, 5 cannot repair here: no room, read-only or unwritable (nothing touched).
 
     \b
     Examples:

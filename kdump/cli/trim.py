@@ -53,7 +53,9 @@ def trim_command(
 
     \b
     Exit codes: 0 nothing to do or done, 1 changes would be made (dry run), 2 usage,
-    3 cannot read or write, 4 refused (a broker holds the log dir's .lock).
+    3 cannot read or write (a failed write is undone, and the message says what to run next),
+    4 refused (a broker holds the log dir's .lock), 5 cannot repair here: no room for the backup,
+    read-only or unwritable (nothing touched).
 
     \b
     Examples:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kdump.errors import KdumpError, RefusedError
+from kdump.errors import CannotRepairError, KdumpError
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.checkpoints import (
@@ -178,7 +178,7 @@ def plan_trim_tail(
         # A file named like no segment is not repaired: its name is not one the broker would load.
         segs = list(target.segments) if target.note is None else []
         if not segs:
-            raise RefusedError(f"{target.given} is not a segment .log file")
+            raise CannotRepairError(f"{target.given} is not a segment .log file; nothing was changed")
         return [_plan_segments(target.given, target.path.parent, target.log_dir_path, segs, to_offset, False)]
     return [
         _plan_segments(str(p.path), p.path, target.log_dir_path, p.segments, to_offset, drop_later_segments)
