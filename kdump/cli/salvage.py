@@ -102,6 +102,7 @@ def salvage_command(
             parquet=not no_parquet,
             interval_source=source,
             progress=progress_bar(stack, [target], fmt, "salvaging"),
+            rerun=_rerun(partition_dir, out, encoding, no_parquet, interval),
         )
     if fmt == "json":
         sys.stdout.write(json.dumps(result.report, separators=(",", ":")) + "\n")
@@ -121,3 +122,11 @@ def salvage_command(
         click.echo("kdump: the salvage is incomplete: see the errors above", err=True)
         sys.exit(ExitCode.FINDINGS)
     sys.exit(ExitCode.OK if result.plan.complete else ExitCode.FINDINGS)
+
+
+def _rerun(partition_dir: str, out: Path, encoding: str, no_parquet: bool, interval: int) -> list[str]:
+    """The same salvage, as a command to paste once a failed write's cause is fixed."""
+    words = ["kdump", "salvage", "--out", str(out), "--encoding", encoding]
+    if no_parquet:
+        words.append("--no-parquet")
+    return [*words, "--index-interval-bytes", str(interval), partition_dir]

@@ -164,3 +164,16 @@ def test_a_held_lock_is_still_exit_4(corpus_root: Path, tmp_path: Path) -> None:
         fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         proc = run_kdump("trim-tail", "--apply", "--backup-dir", str(tmp_path / "b"), str(part))
     assert proc.returncode == ExitCode.REFUSED, proc.stderr
+
+
+def test_salvage_refuses_an_output_that_does_not_fit(
+    corpus_root: Path, tmp_path: Path, small_fs: Path
+) -> None:
+    part = _trim_case(corpus_root, tmp_path)
+    before = file_hashes(part)
+    _fill(small_fs, 128 << 10)  # the output needs the partition's ~330 KB twice over
+    out = small_fs / "salvaged"
+    proc = run_kdump("salvage", "--no-parquet", "--out", str(out), str(part))
+    _refused(proc, "the salvage output", str(small_fs))
+    assert not out.exists()
+    assert file_hashes(part) == before

@@ -335,3 +335,45 @@ def test_a_backup_spanning_a_killed_run_and_its_completion_restores_byte_for_byt
         assert kdump("restore", str(second)).exit_code == 0
     assert kdump("restore", str(first)).exit_code == 0
     assert {k: v for k, v in file_hashes(case.part).items() if not k.endswith(TMP_SUFFIX)} == case.before
+
+
+# --- salvage's output ------------------------------------------------------------------------------
+
+
+def _output_hashes(out: Path) -> dict[str, str]:
+    """The salvage output that does not name where it was written: the clean partition, records."""
+    hashes = {f"txn-1/{k}": v for k, v in file_hashes(out / "txn-1").items()}
+    hashes["records.jsonl"] = file_hashes(out)["records.jsonl"]
+    return hashes
+
+
+def test_every_fault_in_salvage_output_removes_it_and_the_rerun_finishes(
+    corpus_root: Path, tmp_path: Path, kdump: Kdump, inject: Callable[..., Injector]
+) -> None:
+    part = copy_tree(corpus_root / "kafka-3.8.0" / "txn-1", tmp_path / "logs" / "txn-1")
+    flip_crc_byte(-1).apply(part / f"{MID}.log")
+    source = file_hashes(part)
+    injector = inject()
+    reference = kdump("salvage", "--no-parquet", "--out", str(tmp_path / "outs" / "reference"), str(part))
+    assert reference.exit_code in (0, 1), reference.output
+    calls = list(injector.calls)
+    expected = _output_hashes(tmp_path / "outs" / "reference")
+    assert {STEP[name] for name, _ in calls} == {"write", "fsync"}  # salvage renames nothing
+    for index, (name, _path) in enumerate(calls):
+        for err in _errnos(index):
+            out = tmp_path / "outs" / f"out-{index}-{err}"
+            injector = inject(fail_at=index, err=err)
+            result = kdump("salvage", "--no-parquet", "--out", str(out), str(part))
+            assert injector.fired == 1
+            assert result.exit_code == ExitCode.UNREADABLE, (index, name, err, result.stderr)
+            assert "internal error" not in result.stderr
+            assert "was not touched" in result.stderr, result.stderr
+            assert not out.exists()
+            assert file_hashes(part) == source
+            again = _rerun_command(result.stderr)
+            inject()
+            finished = kdump(*again[1:])
+            assert finished.exit_code == reference.exit_code, finished.output
+            assert _output_hashes(out) == expected
+            shutil.rmtree(out)
+    print(f"salvage: {len(calls)} calls, all removed and rerun")
