@@ -10,7 +10,16 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, discover_all, engine_options, format_option, progress_bar, resolve_format
+from kdump.cli.output import (
+    could_not_read,
+    diag,
+    discover_all,
+    engine_options,
+    format_option,
+    progress_bar,
+    resolve_format,
+    say_problems,
+)
 from kdump.model.partition import PartitionDir
 from kdump.ops.compare import PartitionComparison, compare_partition, exit_code, group_replicas
 
@@ -75,6 +84,9 @@ def compare_command(
     if master is not None:
         raise click.UsageError("--master goes with --engine spark")
     targets, failed = discover_all(paths)
+    # A replica entry that is not read (a FIFO named like a segment): the comparison lacks it.
+    unread = [f for t in targets for p in t.partitions() for f in (*t.problems, *p.problems)]
+    failed = say_problems([f for f in unread if could_not_read(f)]) or failed
     groups, notes = group_replicas(targets)
     for note in notes:
         diag(note)

@@ -9,7 +9,7 @@ import click
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.repair import LocalPath
-from kdump.errors import LogDirLockedError, RepairFaultError
+from kdump.errors import KdumpError, LogDirLockedError, RepairFaultError
 from kdump.model.log_dir import discover
 from kdump.ops.preflight import check_room, read_manifest, restore_needs
 from kdump.ops.repair_faults import command_line, describe_os_error
@@ -34,7 +34,13 @@ def restore_command(backup_dir: Path) -> None:
         manifest = read_manifest(backup_dir / MANIFEST)
         root = Path(manifest["root"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a kdump backup manifest"
+        why = (
+            str(exc)
+            if isinstance(exc, KdumpError)
+            else exc.strerror
+            if isinstance(exc, OSError) and exc.strerror
+            else "not a kdump backup manifest"
+        )
         click.echo(f"kdump: {backup_dir / MANIFEST} cannot be read: {why}", err=True)
         sys.exit(ExitCode.UNREADABLE)
     target = discover(str(root))

@@ -10,7 +10,14 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import UNCHECKED_CODES, format_option, progress_bar, resolve_format
+from kdump.cli.output import (
+    UNCHECKED_CODES,
+    could_not_read,
+    format_option,
+    progress_bar,
+    resolve_format,
+    say_problems,
+)
 from kdump.cli.repair import interval_options
 from kdump.errors import KdumpError
 from kdump.model.log_dir import discover
@@ -87,9 +94,15 @@ def salvage_command(
     except KdumpError as exc:
         click.echo(f"kdump: {exc}", err=True)
         sys.exit(ExitCode.UNREADABLE)
+    if target.kind == "file" and any(could_not_read(f) for f in target.problems):
+        say_problems(list(target.problems))  # a FIFO, socket or device: never read
+        sys.exit(ExitCode.UNREADABLE)
     if target.kind != "partition":
         raise click.UsageError(f"{partition_dir} is not a partition directory (salvage takes one)")
     part = PartitionDir.load(target.path)
+    # Entries of the partition that are not read (a FIFO named like a segment): said now, and the
+    # salvage, whole for everything else, exits 3 at the end: what they held is not in it.
+    unread = say_problems([f for f in (*target.problems, *part.problems) if could_not_read(f)])
     resolver = IntervalResolver(index_interval_bytes, metadata_log, DEFAULT_INDEX_INTERVAL_BYTES)
     interval, source = resolver.for_partition(part.path, target.log_dir_path)
     with ExitStack() as stack:
@@ -117,6 +130,9 @@ def salvage_command(
             f"be loaded here): records.jsonl and records.parquet are incomplete",
             err=True,
         )
+        sys.exit(ExitCode.UNREADABLE)
+    if unread:
+        click.echo("kdump: some entries of the partition were not read (see above)", err=True)
         sys.exit(ExitCode.UNREADABLE)
     if not result.ok:
         click.echo("kdump: the salvage is incomplete: see the errors above", err=True)

@@ -354,7 +354,9 @@ def restore(backup_dir: Path) -> RestoreResult:
     """
     manifest = backup_dir / MANIFEST
     try:
-        doc = json.loads(manifest.read_text())
+        from kdump.scan.source import read_small_file
+
+        doc = json.loads(read_small_file(manifest))
     except (OSError, ValueError) as exc:
         raise PathError(f"{manifest} cannot be read: {exc}") from exc
     root = Path(doc["root"])
