@@ -18,7 +18,9 @@ from kdump.cli.output import (
     say_problems,
 )
 from kdump.cli.repair import LocalPath, check_backup_dir, interval_options, repair_options, write_rows
+from kdump.ops.preflight import check_room, reindex_needs
 from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES, ReindexPlan, apply_reindex, plan_reindex
+from kdump.ops.safety import default_backup_dir
 from kdump.ops.topic_config import IntervalResolver
 
 
@@ -103,6 +105,19 @@ def reindex_command(
                 )
                 if fmt != "json":
                     click.echo(f"{'rewrite' if apply else 'would rewrite'} {c.path}: {c.describe}")
+    if apply and sum(1 for p in plans if p.changes) > 1:
+        # Every partition's room at once, before the first is touched.
+        check_room(
+            "reindex",
+            [
+                n
+                for p in plans
+                if p.changes
+                for n in reindex_needs(
+                    p.changes, _sub(backup_dir, p) or default_backup_dir(p.root, p.log_dir)
+                )
+            ],
+        )
     if apply:
         for plan in plans:
             result = apply_reindex(plan, backup_dir if len(plans) == 1 else _sub(backup_dir, plan))

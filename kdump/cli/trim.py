@@ -11,8 +11,10 @@ import click
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import discover_all, format_option, resolve_format, say_problems
 from kdump.cli.repair import LocalPath, check_backup_dir, interval_options, repair_options, write_rows
+from kdump.ops.preflight import check_room
+from kdump.ops.safety import default_backup_dir
 from kdump.ops.topic_config import IntervalResolver
-from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
+from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail, trim_estimate
 
 
 @click.command("trim-tail")
@@ -82,6 +84,17 @@ def trim_command(
         rows.append(row)
         if fmt != "json":
             click.echo(_describe(plan))
+    if apply and len(pending) > 1:
+        # Every partition's room at once, before the first is touched (each apply checks its own
+        # exact bytes again).
+        check_room(
+            "trim-tail",
+            [
+                n
+                for p in pending
+                for n in trim_estimate(p, _sub(backup_dir, p) or default_backup_dir(p.root, p.log_dir))
+            ],
+        )
     if apply:
         intervals = IntervalResolver(index_interval_bytes, metadata_log)
         for plan, row in zip(plans, rows, strict=True):

@@ -441,3 +441,19 @@ def trim_needs(
         Need(backup_dir, tuple(backup), "the backup"),
         Need(plan.root, tuple(new), "the rewritten files"),
     ]
+
+
+def trim_estimate(plan: TrimPlan, backup_dir: Path) -> list[Need]:
+    """What `trim_needs` will say, before the indexes are rebuilt: each of the cut segment's index
+    files counted at its present size, as backed up and as rewritten (the rebuild of a shorter log
+    is no larger). For a pre-flight over several partitions before the first is touched."""
+    seg = plan.segment
+    if not plan.needed or seg is None:
+        return []
+    indexes = tuple(_size(p) for p in (seg.index, seg.timeindex, seg.txnindex) if p is not None)
+    ckpt = (_size(plan.root / "leader-epoch-checkpoint"),) if plan.epochs_dropped else ()
+    return [
+        *trim_needs(plan, backup_dir, (), None),
+        Need(backup_dir, indexes + ckpt, "the backup"),
+        Need(plan.root, indexes + ckpt, "the rewritten files"),
+    ]

@@ -177,3 +177,20 @@ def test_salvage_refuses_an_output_that_does_not_fit(
     _refused(proc, "the salvage output", str(small_fs))
     assert not out.exists()
     assert file_hashes(part) == before
+
+
+def test_several_partitions_are_checked_together_before_the_first_is_touched(
+    corpus_root: Path, tmp_path: Path, small_fs: Path
+) -> None:
+    """Room for one partition's backup but not two: refused whole, the first one untouched too
+    (each on its own would pass its own check, and the second would then fail half way)."""
+    parts = [_trim_case(corpus_root, tmp_path / "logs" / str(i)) for i in range(2)]
+    before = [file_hashes(p) for p in parts]
+    _fill(small_fs, 160_000)
+    proc = run_kdump("trim-tail", "--apply", "--backup-dir", str(small_fs / "b"), *map(str, parts))
+    _refused(proc, "needs")
+    assert [file_hashes(p) for p in parts] == before
+    assert not (small_fs / "b").exists()
+    # One alone fits: the refusal above was the sum's.
+    alone = run_kdump("trim-tail", "--apply", "--backup-dir", str(small_fs / "b"), str(parts[0]))
+    assert alone.returncode == 0, alone.stderr
