@@ -167,3 +167,20 @@ def test_fastavro_writes_what_the_walk_reads() -> None:
     fastavro.schemaless_writer(buf, fastavro.parse_schema(schema), value)
     assert avro_reader(json.dumps(schema))(buf.getvalue()) == value
     assert struct.calcsize(">i") == 4
+
+
+@pytest.mark.parametrize("fmt", ["text", "rich", "json"])
+def test_state_documents_print_as_json_never_a_python_repr(
+    kdump: Callable[..., Result], tmp_path: Path, fmt: str
+) -> None:
+    marker = tmp_path / ".kafka_cleanshutdown"
+    marker.write_text('{"version":0,"brokerEpoch":79484}')
+    result = kdump("dump", "--format", fmt, str(marker))
+    assert result.exit_code == 0, result.output
+    assert "'version'" not in result.stdout
+    assert "{'" not in result.stdout
+    if fmt == "json":
+        docs = [json.loads(line) for line in result.stdout.splitlines()]
+        assert {"version": 0, "brokerEpoch": 79484} in [d.get("document") for d in docs]
+    else:
+        assert '"brokerEpoch": 79484' in result.stdout
