@@ -377,3 +377,27 @@ def test_every_fault_in_salvage_output_removes_it_and_the_rerun_finishes(
             assert _output_hashes(out) == expected
             shutil.rmtree(out)
     print(f"salvage: {len(calls)} calls, all removed and rerun")
+
+
+def test_a_restore_stopped_half_way_through_a_tail_finishes_it(tmp_path: Path) -> None:
+    """A short write then a full disk: part of the cut tail is back. The next restore appends the
+    rest (the bytes already back match the tail's start), never refuses or doubles them."""
+    from kdump.errors import RefusedError
+    from kdump.ops.safety import Journal, restore
+
+    root = tmp_path / "p-0"
+    root.mkdir()
+    log = root / "00000000000000000000.log"
+    original = bytes(range(256)) * 4
+    log.write_bytes(original)
+    Journal.create(tmp_path / "backup", root, "trim-tail").truncate(log, 100)
+    with log.open("ab") as fh:
+        fh.write(original[100:400])  # the stopped restore's first 300 bytes
+    restore(tmp_path / "backup")
+    assert log.read_bytes() == original
+    # Bytes that are not the tail's are never taken for it.
+    Journal.create(tmp_path / "backup2", root, "trim-tail").truncate(log, 100)
+    with log.open("ab") as fh:
+        fh.write(b"\xff" * 10)
+    with pytest.raises(RefusedError, match="neither its original nor its trimmed size"):
+        restore(tmp_path / "backup2")
