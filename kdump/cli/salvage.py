@@ -78,7 +78,8 @@ def salvage_command(
     \b
     Exit codes: 0 nothing was damaged, 1 damage was cut out (the report says what was lost), a
     leftover segment was not read, or the clean partition does not verify, 2 usage, 3 cannot read
-    or write, or records could not be decompressed (codec-unavailable), 4 refused (--out).
+    or write, or records could not be decompressed (codec-unavailable), 4 refused (--out), 5 no room or
+    not writable for the output (nothing written).
 
     \b
     Examples:
