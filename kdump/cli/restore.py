@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.repair import LocalPath
+from kdump.errors import KdumpError, LogDirLockedError, RepairFaultError
 from kdump.model.log_dir import discover
+from kdump.ops.repair.faults import command_line, describe_os_error
+from kdump.ops.repair.preflight import check_room, read_manifest, restore_needs
 from kdump.ops.repair.safety import MANIFEST, log_dir_lock, restore
 
 
@@ -34,7 +37,9 @@ def restore_command(backup_dirs: tuple[Path, ...]) -> None:
       kdump restore /var/lib/kafka/data.kdump-backups/kdump-backup-orders-0-20261121T230000Z
       kdump restore /var/lib/kafka/data.kdump-backups
     """
-    backups: list[tuple[Path, Path]] = []  # (backup dir, the partition it restores)
+    backups: list[
+        tuple[Path, Path, dict[str, Any]]
+    ] = []  # (backup dir, the partition it restores, its manifest)
     for given in backup_dirs:
         found = _backups_in(given)
         if not found:
@@ -42,19 +47,40 @@ def restore_command(backup_dirs: tuple[Path, ...]) -> None:
             sys.exit(ExitCode.UNREADABLE)
         for backup in found:
             try:
-                root = Path(json.loads((backup / MANIFEST).read_text())["root"])
-            except (OSError, ValueError, KeyError) as exc:
-                click.echo(f"kdump: {backup / MANIFEST} cannot be read: {exc}", err=True)
+                manifest = read_manifest(backup / MANIFEST)
+                root = Path(manifest["root"])
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                why = (
+                    str(exc)
+                    if isinstance(exc, KdumpError)
+                    else exc.strerror
+                    if isinstance(exc, OSError) and exc.strerror
+                    else "not a kdump backup manifest"
+                )
+                click.echo(f"kdump: {backup / MANIFEST} cannot be read: {why}", err=True)
                 sys.exit(ExitCode.UNREADABLE)
-            if all(b != backup for b, _ in backups):
-                backups.append((backup, root))
+            if all(b != backup for b, _, _ in backups):
+                backups.append((backup, root, manifest))
     # Newest first: a later repair of a partition is undone before the one it followed.
     backups.sort(key=lambda b: ((b[0] / MANIFEST).stat().st_mtime_ns, b[0].name), reverse=True)
     total = 0
-    for backup, root in backups:
+    for backup, root, manifest in backups:
         target = discover(str(root))
         with log_dir_lock(target.log_dir_path):
-            result = restore(backup)
+            needs, files = restore_needs(backup, manifest)
+            check_room("restore", needs, files)
+            try:
+                result = restore(backup)
+            except OSError as exc:
+                if isinstance(exc, LogDirLockedError):
+                    raise
+                # Restore is idempotent step by step: a second run skips what is back and finishes.
+                raise RepairFaultError(
+                    f"restore stopped part way: {describe_os_error(exc)}; some files of {root} are back "
+                    f"and some not yet; once the cause is fixed, run it again to finish: "
+                    f"{command_line(['kdump', 'restore', *backup_dirs])}",
+                    undone=False,
+                ) from exc
         for p in result.restored:
             click.echo(f"restored {p}")
         click.echo(f"restored {len(result.restored)} files from {backup}")

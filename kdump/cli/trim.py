@@ -15,7 +15,9 @@ from kdump.errors import CannotRepairError
 from kdump.ops.common.topic_config import IntervalResolver
 from kdump.ops.consumers import CommitTable, read_commits
 from kdump.ops.consumers.repairs import cut_impact
-from kdump.ops.repair.trim import TrimPlan, apply_trim_tail, plan_trim_tail
+from kdump.ops.repair.preflight import check_room
+from kdump.ops.repair.safety import default_backup_dir
+from kdump.ops.repair.trim import TrimPlan, apply_trim_tail, plan_trim_tail, trim_estimate
 from kdump.render.consumers import commit_problems, impact_lines, impact_rows
 
 
@@ -68,8 +70,9 @@ def trim_command(
 
     \b
     Exit codes: 0 nothing to do or done, 1 changes would be made (dry run), 2 usage,
-    3 cannot read or write, 4 refused (a broker holds the log dir's .lock), 5 cannot repair
-    (a file given that is not a segment .log).
+    3 cannot read or write (a failed write is undone, and the message says what to run next),
+    4 refused (a broker holds the log dir's .lock), 5 cannot repair here: no room for the backup,
+    read-only or unwritable, or a file given that is not a segment .log (nothing touched).
 
     \b
     Examples:
@@ -106,6 +109,17 @@ def trim_command(
             lines = impact_lines(impacts, commits, asked=bool(commits_paths)) if plan.needed else []
             if lines:
                 click.echo("\n".join(lines))
+    if apply and len(pending) > 1:
+        # Every partition's room at once, before the first is touched (each apply checks its own
+        # exact bytes again).
+        check_room(
+            "trim-tail",
+            [
+                n
+                for p in pending
+                for n in trim_estimate(p, _sub(backup_dir, p) or default_backup_dir(p.root, p.log_dir))
+            ],
+        )
     if apply:
         intervals = IntervalResolver(index_interval_bytes, metadata_log)
         for plan, row in zip(plans, rows, strict=True):

@@ -12,8 +12,8 @@ import click
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import (
     UNCHECKED_CODES,
-    UNREADABLE_CODES,
     allow_unknown_option,
+    could_not_read,
     diag,
     discover_all,
     engine_options,
@@ -134,7 +134,9 @@ def verify_command(
     fmt = resolve_format(fmt)
     stores, paths = split_remote_stores(paths)
     targets, unreadable = (
-        discover_all(paths, allow_unknown=allow_unknown, expand_dirs=False) if paths else ([], False)
+        discover_all(paths, allow_unknown=allow_unknown, expand_dirs=False, keep_unread=True)
+        if paths
+        else ([], False)
     )
     options = VerifyOptions(deep=deep, max_bytes=max_bytes, jobs=jobs, allow_empty=allow_empty)
     tiered = tiered_context(targets, remote_log_metadata)
@@ -223,7 +225,7 @@ def _write_junit(junit: str | None, reports: list[PartitionReport], threshold: S
 
 def _exit_code(reports: list[PartitionReport], threshold: Severity, unreadable: bool) -> int:
     # Unread paths and records no codec here could decompress: not checked, never a pass (3 wins over 1).
-    if unreadable or any(f.code in UNREADABLE_CODES | UNCHECKED_CODES for r in reports for f in r.findings):
+    if unreadable or any(could_not_read(f) or f.code in UNCHECKED_CODES for r in reports for f in r.findings):
         return int(ExitCode.UNREADABLE)
     if any((r.worst() or 0) >= threshold for r in reports):
         return int(ExitCode.FINDINGS)

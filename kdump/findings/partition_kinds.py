@@ -305,6 +305,18 @@ PARTITION_KINDS = [
         None,
     ),
     FindingKind(
+        "payload-over-limit",
+        Consequence.OUTSIDE,
+        "payload",
+        "A key or value that decodes to more than kdump bounds per input byte: more than 65,536 + 64 "
+        "per byte array items and map entries, or more than 1 MiB + 256 bytes of JSON per byte (an Avro "
+        "array of zero-byte items, such as `array<array<null>>`, holds as many items as its count says "
+        "for free: a few bytes make millions). It is shown raw and the dump goes on.",
+        "Not a broker matter: the broker stores and serves it like any other record. A consumer that "
+        "decodes it may run out of memory.",
+        None,
+    ),
+    FindingKind(
         "schema-id-unknown",
         Consequence.OUTSIDE,
         "payload",

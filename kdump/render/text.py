@@ -204,7 +204,17 @@ def summary_line(s: ScanSummary) -> str:
 
 def entry_line(e: Entry) -> str:
     """An entry of an index, snapshot or checkpoint, as `key: value` pairs."""
-    return " ".join(f"{k}: {v}" for k, v in e.fields.items())
+    return " ".join(f"{k}: {field_text(v)}" for k, v in e.fields.items())
+
+
+def field_text(value: Any) -> str:
+    """A field's value as text: documents and lists as JSON (never a Python repr such as
+    `{'version': 0}`), everything else as it prints."""
+    if isinstance(value, (dict, list, tuple)):
+        import json
+
+        return json.dumps(value, separators=(", ", ": "), default=str, ensure_ascii=False)
+    return str(value)
 
 
 def write_text(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") -> None:

@@ -21,6 +21,7 @@ from kdump.errors import DecodeError
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.payloads import values
+from kdump.formats.payloads.limits import PayloadLimitError, check_output, output_limit
 from kdump.formats.payloads.protobuf import ProtobufSchema, descriptor_from_base64
 from kdump.formats.payloads.wire import (
     KEY_SCHEMA_ID_HEADER,
@@ -120,11 +121,15 @@ class PayloadDecoder:
                 return None
         compiled = last[1]
         text = compiled(value) if compiled is not None else None
+        if text is not None and len(text) > output_limit(len(value)):
+            return None  # the general way reports it
         if text is None:
             try:
                 text = last[2](value)
             except DecodeError:
                 return None  # the general way reports it
+            if len(text) > output_limit(len(value)):
+                return None
         self.tally.decoded[last[4]] += 1
         return text, last[3], last[4]
 
@@ -156,6 +161,11 @@ class PayloadDecoder:
         if kind != "registry":
             try:
                 text = self.json.dumps(values.decode_typed(kind, data))
+                check_output(text, len(data))
+            except PayloadLimitError as exc:
+                return self._failed(
+                    found, r, batch, file, f"{what} at offset {r.offset}: {exc}", code="payload-over-limit"
+                )
             except DecodeError as exc:
                 return self._failed(
                     found, r, batch, file, f"{what} at offset {r.offset} is not {kind}: {exc}"
@@ -197,6 +207,10 @@ class PayloadDecoder:
         try:
             value = schema.decode(data, framing, carrier if carrier is not None else data)
             text = self.json.dumps_checked(value, schema.floats)
+            check_output(text, len(data))
+        except PayloadLimitError as exc:
+            msg = f"{what} at offset {r.offset} names {framing.ref.label()} ({schema.fmt}); {exc}"
+            return self._failed(found, r, batch, file, msg, sid, code="payload-over-limit")
         except DecodeError as exc:
             msg = f"{what} at offset {r.offset} names {framing.ref.label()} ({schema.fmt}) but does not decode: {exc}"
             return self._failed(found, r, batch, file, msg, sid)
@@ -211,11 +225,10 @@ class PayloadDecoder:
         file: str,
         message: str,
         sid: int | None = None,
+        code: str = "payload-decode-failed",
     ) -> Decoded:
         self.tally.failed += 1
-        found.append(
-            make_finding("payload-decode-failed", file, message, position=batch.position, offset=r.offset)
-        )
+        found.append(make_finding(code, file, message, position=batch.position, offset=r.offset))
         return Decoded(None, sid, None)
 
     def _schema(self, ref: SchemaRef) -> _Schema | DecodeError | None:

@@ -48,6 +48,8 @@ from kdump.ops.checks.verify import (
     expected_aborts,
 )
 from kdump.ops.common.topic_config import IntervalResolver
+from kdump.ops.repair.faults import undone_on_fault
+from kdump.ops.repair.preflight import check_room, reindex_needs
 from kdump.ops.repair.safety import Journal, default_backup_dir, log_dir_lock
 from kdump.scan.index_checks import BatchSpan
 
@@ -155,6 +157,7 @@ class ReindexPlan:
     # Index files left as they are although the recovery rule would write them otherwise, because
     # verify finds nothing wrong with them (the broker's append-time entries); see `rebuild_all`.
     kept: int = 0
+    rebuild_all: bool = False  # --rebuild-all: every index the recovery rule writes otherwise
 
     @property
     def changes(self) -> list[FileChange]:
@@ -401,7 +404,16 @@ def _plan(
             kept += len(seg.changes) - len(changes)
             seg = dataclasses.replace(seg, changes=changes)
         segs.append(seg)
-    return ReindexPlan(label, root, log_dir, tuple(segs), interval_bytes, problems=tuple(problems), kept=kept)
+    return ReindexPlan(
+        label,
+        root,
+        log_dir,
+        tuple(segs),
+        interval_bytes,
+        problems=tuple(problems),
+        kept=kept,
+        rebuild_all=rebuild_all,
+    )
 
 
 _INDEX_PLACES = frozenset({"index", "timeindex", "txnindex"})
@@ -449,15 +461,28 @@ class ApplyResult:
 
 
 def apply_reindex(plan: ReindexPlan, backup_dir: Path | None = None) -> ApplyResult:
-    """Write the planned index files: backup, temporary file, fsync, rename, fsync the directory."""
+    """Write the planned index files: backup, temporary file, fsync, rename, fsync the directory.
+
+    Raises:
+        CannotRepairError: the pre-flight found no room, a read-only or unwritable place; nothing changed.
+        RepairFaultError: a write, rename or fsync failed part way; see kdump.ops.repair.faults.
+    """
     changes = plan.changes
     if not changes:
         return ApplyResult(None, ())
     with log_dir_lock(plan.log_dir):
         bdir = backup_dir or default_backup_dir(plan.root, plan.log_dir)
-        journal = Journal.create(bdir, plan.root, "reindex")
-        written = []
-        for change in changes:
-            journal.replace(change.path, change.data)
-            written.append(change.path)
+        check_room("reindex", reindex_needs(changes, bdir))
+        rerun: list[str | Path] = ["kdump", "reindex", "--apply"]
+        if plan.rebuild_all:
+            rerun.append("--rebuild-all")
+        if backup_dir is not None:
+            rerun += ["--backup-dir", backup_dir]
+        rerun += ["--index-interval-bytes", str(plan.interval_bytes), plan.label]
+        with undone_on_fault("reindex", plan.root, bdir, rerun):
+            journal = Journal.create(bdir, plan.root, "reindex")
+            written = []
+            for change in changes:
+                journal.replace(change.path, change.data)
+                written.append(change.path)
         return ApplyResult(bdir, tuple(written))

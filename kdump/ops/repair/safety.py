@@ -21,7 +21,6 @@ import errno
 import fcntl
 import json
 import os
-import shutil
 import signal
 import struct
 import time
@@ -37,6 +36,23 @@ MANIFEST = "kdump-manifest.json"
 TMP_SUFFIX = ".kdump-tmp"
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class _Calls:
+    """The os-level calls that write: every write, rename and fsync of a repair goes through here, so
+    that the fault tests can fail any one of them (ENOSPC, EIO, EROFS, EACCES) step by step."""
+
+    open = staticmethod(os.open)
+    write = staticmethod(os.write)
+    fsync = staticmethod(os.fsync)
+    replace = staticmethod(os.replace)
+    link = staticmethod(os.link)
+    unlink = staticmethod(os.unlink)
+    ftruncate = staticmethod(os.ftruncate)
+    mkdir = staticmethod(os.mkdir)
+
+
+CALLS = _Calls()
 
 
 def _absolute(path: Path) -> str:
@@ -118,9 +134,9 @@ def log_dir_lock(log_dir: Path | None) -> Iterator[None]:
 
 def fsync_dir(path: Path) -> None:
     """fsync a directory so renames and new names in it are durable."""
-    fd = os.open(path, os.O_RDONLY | _O_CLOEXEC)
+    fd = CALLS.open(path, os.O_RDONLY | _O_CLOEXEC)
     try:
-        os.fsync(fd)
+        CALLS.fsync(fd)
     finally:
         os.close(fd)
 
@@ -138,21 +154,27 @@ def ensure_inside(path: Path, root: Path) -> None:
 def _write_new(path: Path, data: bytes) -> None:
     """Create `path` exclusively (never clobbering, never through a link), write, fsync."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644)
+        fd = CALLS.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644)
     except FileExistsError as exc:
         raise RefusedError(
             f"{path} already exists; kdump never overwrites a backup or temporary file"
         ) from exc
-    except OSError as exc:
-        raise PathError(f"cannot create {path}: {exc.strerror}") from exc
     try:
         view = memoryview(data)
         while view:
-            n = os.write(fd, view)
+            n = CALLS.write(fd, view)
             view = view[n:]
-        os.fsync(fd)
+        CALLS.fsync(fd)
+    except OSError:
+        _discard(path)  # a half-written new file is never left to be mistaken for a whole one
+        raise
     finally:
         os.close(fd)
+
+
+def _discard(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
 
 
 def _copy_new(src: Path, dst: Path) -> None:
@@ -162,10 +184,13 @@ def _copy_new(src: Path, dst: Path) -> None:
     except OSError as exc:
         raise PathError(f"cannot read {src}: {exc.strerror}") from exc
     try:
-        dfd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644)
+        dfd = CALLS.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644)
     except FileExistsError as exc:
         os.close(sfd)
         raise RefusedError(f"{dst} already exists; kdump never overwrites a backup") from exc
+    except OSError:
+        os.close(sfd)
+        raise
     try:
         while True:
             chunk = os.read(sfd, 1 << 20)
@@ -173,8 +198,11 @@ def _copy_new(src: Path, dst: Path) -> None:
                 break
             view = memoryview(chunk)
             while view:
-                view = view[os.write(dfd, view) :]
-        os.fsync(dfd)
+                view = view[CALLS.write(dfd, view) :]
+        CALLS.fsync(dfd)
+    except OSError:
+        _discard(dst)
+        raise
     finally:
         os.close(sfd)
         os.close(dfd)
@@ -209,11 +237,9 @@ class Journal:
         """Create the backup directory (it must not exist yet) and an empty manifest."""
         try:
             backup_dir.parent.mkdir(parents=True, exist_ok=True)
-            backup_dir.mkdir()
+            CALLS.mkdir(backup_dir)
         except FileExistsError as exc:
             raise RefusedError(f"backup directory {backup_dir} already exists") from exc
-        except OSError as exc:
-            raise PathError(f"cannot create backup directory {backup_dir}: {exc.strerror}") from exc
         journal = cls(backup_dir, root.resolve(), command)
         journal._save()
         fsync_dir(backup_dir.parent)
@@ -225,7 +251,7 @@ class Journal:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         _write_new(tmp, json.dumps(doc, indent=2).encode())
-        os.replace(tmp, self.backup_dir / MANIFEST)
+        CALLS.replace(tmp, self.backup_dir / MANIFEST)
         fsync_dir(self.backup_dir)
 
     def _step(self, step: dict[str, Any]) -> dict[str, Any]:
@@ -260,7 +286,7 @@ class Journal:
             tmp.unlink()  # a leftover of a crashed run: never trusted, never the target
         _write_new(tmp, data)
         fault_point("after-temp-write")
-        os.replace(tmp, path)
+        CALLS.replace(tmp, path)
         fault_point("after-rename")
         fsync_dir(path.parent)
         self._done(step)
@@ -291,10 +317,10 @@ class Journal:
                 "backup": _absolute(tail),
             }
         )
-        fd = os.open(path, os.O_WRONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        fd = CALLS.open(path, os.O_WRONLY | _O_NOFOLLOW | _O_CLOEXEC)
         try:
-            os.ftruncate(fd, size)
-            os.fsync(fd)
+            CALLS.ftruncate(fd, size)
+            CALLS.fsync(fd)
         finally:
             os.close(fd)
         fault_point("after-truncate")
@@ -306,12 +332,12 @@ class Journal:
         dest = self.backup_dir / f"{len(self.steps):03d}-{path.name}"
         step = self._step({"op": "move", "path": _absolute(path), "backup": _absolute(dest)})
         try:
-            os.link(path, dest)  # same file system: a hard link, then the unlink below
+            CALLS.link(path, dest)  # same file system: a hard link, then the unlink below
         except OSError:
             _copy_new(path, dest)
         fsync_dir(self.backup_dir)
         fault_point("after-backup")
-        path.unlink()
+        CALLS.unlink(path)
         fsync_dir(path.parent)
         self._done(step)
 
@@ -333,7 +359,9 @@ def restore(backup_dir: Path) -> RestoreResult:
     """
     manifest = backup_dir / MANIFEST
     try:
-        doc = json.loads(manifest.read_text())
+        from kdump.scan.source import read_small_file
+
+        doc = json.loads(read_small_file(manifest))
     except (OSError, ValueError) as exc:
         raise PathError(f"{manifest} cannot be read: {exc}") from exc
     root = Path(doc["root"])
@@ -348,17 +376,12 @@ def restore(backup_dir: Path) -> RestoreResult:
             size = path.stat().st_size
             if size == step["original_size"]:
                 continue
-            if size != step["size"]:
+            if not _part_way_back(path, step["size"], size, backup):
                 raise RefusedError(
                     f"{path} is {size} bytes, neither its original nor its trimmed size; not touched"
                 )
             tail = backup.read_bytes()
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | _O_NOFOLLOW | _O_CLOEXEC)
-            try:
-                os.write(fd, tail)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _put_tail_back(path, step["size"], size, tail)
             restored.append(str(path))
         elif op == "replace":
             if backup is None:
@@ -369,7 +392,7 @@ def restore(backup_dir: Path) -> RestoreResult:
                 with contextlib.suppress(FileNotFoundError):
                     tmp.unlink()
                 _copy_new(backup, tmp)
-                os.replace(tmp, path)
+                CALLS.replace(tmp, path)
             fsync_dir(path.parent)
             restored.append(str(path))
         elif op == "move":
@@ -377,9 +400,41 @@ def restore(backup_dir: Path) -> RestoreResult:
             if path.exists():
                 continue
             try:
-                os.link(backup, path)
+                CALLS.link(backup, path)
             except OSError:
-                shutil.copy2(backup, path)
+                tmp = path.with_name(path.name + TMP_SUFFIX)
+                with contextlib.suppress(FileNotFoundError):
+                    tmp.unlink()
+                _copy_new(backup, tmp)
+                CALLS.replace(tmp, path)  # never a half-copied file under the segment's name
             fsync_dir(path.parent)
             restored.append(str(path))
     return RestoreResult(backup_dir, tuple(restored))
+
+
+def _part_way_back(path: Path, trimmed: int, size: int, backup: Path) -> bool:
+    """Whether a file is its trimmed size, or between it and its original size with the tail's
+    first bytes already back (a restore that stopped part way through appending them)."""
+    if size == trimmed:
+        return True
+    if size < trimmed:
+        return False
+    with backup.open("rb") as fh:
+        head = fh.read(size - trimmed)
+    fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+    try:
+        return os.pread(fd, size - trimmed, trimmed) == head and len(head) == size - trimmed
+    finally:
+        os.close(fd)
+
+
+def _put_tail_back(path: Path, trimmed: int, size: int, tail: bytes) -> None:
+    """Append the rest of a trimmed tail (all of it, or what a stopped restore had not written)."""
+    fd = CALLS.open(path, os.O_WRONLY | os.O_APPEND | _O_NOFOLLOW | _O_CLOEXEC)
+    try:
+        view = memoryview(tail)[size - trimmed :]
+        while view:
+            view = view[CALLS.write(fd, view) :]
+        CALLS.fsync(fd)
+    finally:
+        os.close(fd)

@@ -21,6 +21,7 @@ the damage in place and a second run finds the same cut and finishes).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,9 @@ from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.checks.segment import check_segment
 from kdump.ops.checks.verify import expected_aborts
-from kdump.ops.repair.reindex import DEFAULT_INDEX_INTERVAL_BYTES, plan_segment, resolve_aborts
+from kdump.ops.repair.faults import undone_on_fault
+from kdump.ops.repair.preflight import Need, Writable, check_room, same_filesystem
+from kdump.ops.repair.reindex import DEFAULT_INDEX_INTERVAL_BYTES, FileChange, plan_segment, resolve_aborts
 from kdump.ops.repair.safety import Journal, default_backup_dir, log_dir_lock
 from kdump.scan.events import ScanSummary
 from kdump.scan.log_scanner import scan_log
@@ -76,6 +79,7 @@ class TrimPlan:
     epochs_dropped: int = 0  # leader-epoch-checkpoint entries that start at or past the new end
     hole: tuple[int, int] | None = None  # kept later segments: the offsets missing between
     later_log_bytes: int = 0  # bytes of the later segments' .log files
+    to_offset: int | None = None  # --to-offset, when the cut is at an offset asked for
 
     @property
     def needed(self) -> bool:
@@ -175,7 +179,7 @@ def plan_trim_tail(
         # (`copy.log`, taken as a segment by its content) is cut at its first invalid batch like any.
         segs = list(target.segments)
         if not segs:
-            raise CannotRepairError(f"{target.given} is not a segment .log file")
+            raise CannotRepairError(f"{target.given} is not a segment .log file; nothing was changed")
         return [_plan_segments(target.given, target.path.parent, target.log_dir_path, segs, to_offset, False)]
     return [
         _plan_segments(str(p.path), p.path, target.log_dir_path, p.segments, to_offset, drop_later_segments)
@@ -269,6 +273,7 @@ def _plan_segments(
         len(_epochs_past(root, cut_end)) if drop_later_segments else 0,
         hole,
         sum(_size(seg.log) for seg in later if seg.log is not None),
+        to_offset,
     )
 
 
@@ -347,14 +352,18 @@ class TrimResult:
 def apply_trim_tail(
     plan: TrimPlan, backup_dir: Path | None = None, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
 ) -> TrimResult:
-    """Carry out a plan: rebuild the indexes for the cut, truncate, move later segments aside (all backed up)."""
+    """Carry out a plan: rebuild the indexes for the cut, truncate, move later segments aside (all backed up).
+
+    Raises:
+        CannotRepairError: the pre-flight found no room, a read-only or unwritable place; nothing changed.
+        RepairFaultError: a write, rename or fsync failed part way; see kdump.ops.repair.faults.
+    """
     if not plan.needed or plan.segment is None:
         return TrimResult(None, None, 0, (), ())
     seg = plan.segment
     assert seg.log is not None
     with log_dir_lock(plan.log_dir):
         bdir = backup_dir or default_backup_dir(plan.root, plan.log_dir)
-        journal = Journal.create(bdir, plan.root, "trim-tail")
         # The indexes are rebuilt from the bytes before the cut, and written BEFORE the log is cut:
         # a crash in between then leaves indexes that already match the trimmed log, and running
         # trim-tail again finds the same cut and finishes. (Cutting first left a window where the
@@ -370,29 +379,82 @@ def apply_trim_tail(
             (r.summary.first_offset for r in results if r.summary and r.summary.first_offset is not None), 0
         )
         seg_plan = plan_segment(results[-1], resolve_aborts(aborts, results[-1], log_start), interval_bytes)
-        reindexed = []
-        for change in seg_plan.changes:
-            journal.replace(change.path, change.data)
-            reindexed.append(change.path)
-        # The later segments, snapshots and epochs go BEFORE the cut: until the log is cut, a second
-        # run finds the same damage and finishes the rest; once it is cut, nothing is left to do.
-        moved: list[Path] = []
-        if plan.drop_later_segments:
-            for path in plan.moved_files:
-                if path.exists():
-                    journal.move_out(path)
-                    moved.append(path)
-            # The broker's epoch cache forgets the epochs that start at or past the new log end.
-            end = plan.new_log_end_offset
-            dropped = _epochs_past(plan.root, end) if end is not None else []
-            if dropped:
-                path = plan.root / "leader-epoch-checkpoint"
-                kept = [
-                    e
-                    for e in decode_leader_epoch_checkpoint(read_small_file(path)).entries
-                    if e not in dropped
-                ]
-                journal.replace(path, encode_leader_epoch_checkpoint(kept))
-                reindexed.append(path)
-        journal.truncate(seg.log, plan.cut_position)
+        epochs = _kept_epochs(plan)
+        check_room("trim-tail", trim_needs(plan, bdir, seg_plan.changes, epochs), [Writable(seg.log)])
+        rerun: list[str | Path] = ["kdump", "trim-tail", "--apply"]
+        if plan.to_offset is not None:
+            rerun += ["--to-offset", str(plan.to_offset)]
+        if not plan.drop_later_segments:
+            rerun.append("--keep-later-segments")
+        if backup_dir is not None:
+            rerun += ["--backup-dir", backup_dir]
+        rerun += ["--index-interval-bytes", str(interval_bytes), plan.label]
+        with undone_on_fault("trim-tail", plan.root, bdir, rerun):
+            journal = Journal.create(bdir, plan.root, "trim-tail")
+            reindexed = []
+            for change in seg_plan.changes:
+                journal.replace(change.path, change.data)
+                reindexed.append(change.path)
+            # The later segments, snapshots and epochs go BEFORE the cut: until the log is cut, a
+            # second run finds the same damage and finishes the rest; once it is cut, nothing is left.
+            moved: list[Path] = []
+            if plan.drop_later_segments:
+                for path in plan.moved_files:
+                    if path.exists():
+                        journal.move_out(path)
+                        moved.append(path)
+                # The broker's epoch cache forgets the epochs that start at or past the new log end.
+                if epochs is not None:
+                    journal.replace(plan.root / "leader-epoch-checkpoint", epochs)
+                    reindexed.append(plan.root / "leader-epoch-checkpoint")
+            journal.truncate(seg.log, plan.cut_position)
         return TrimResult(bdir, seg.log, plan.removed_bytes, tuple(moved), tuple(reindexed))
+
+
+def _kept_epochs(plan: TrimPlan) -> bytes | None:
+    """The new leader-epoch-checkpoint when the trim drops epochs from it (None: left as it is)."""
+    end = plan.new_log_end_offset
+    if not plan.drop_later_segments or end is None:
+        return None
+    dropped = _epochs_past(plan.root, end)
+    if not dropped:
+        return None
+    path = plan.root / "leader-epoch-checkpoint"
+    kept = [e for e in decode_leader_epoch_checkpoint(read_small_file(path)).entries if e not in dropped]
+    return encode_leader_epoch_checkpoint(kept)
+
+
+def trim_needs(
+    plan: TrimPlan, backup_dir: Path, changes: Sequence[FileChange], epochs: bytes | None
+) -> list[Need]:
+    """Every new file an applied trim writes, by where it goes: the backup (the cut tail, a copy of
+    each replaced file, the moved files when the backup is on another filesystem, where they cannot
+    be hard links) and the partition (each rewritten file beside the old one until the rename)."""
+    replaced = [c.path for c in changes if c.exists]
+    new = [len(c.data) for c in changes]
+    if epochs is not None:
+        replaced.append(plan.root / "leader-epoch-checkpoint")
+        new.append(len(epochs))
+    backup = [plan.removed_bytes, *(_size(p) for p in replaced)]
+    if plan.drop_later_segments and not same_filesystem(backup_dir, plan.root):
+        backup += [_size(p) for p in plan.moved_files]
+    return [
+        Need(backup_dir, tuple(backup), "the backup"),
+        Need(plan.root, tuple(new), "the rewritten files"),
+    ]
+
+
+def trim_estimate(plan: TrimPlan, backup_dir: Path) -> list[Need]:
+    """What `trim_needs` will say, before the indexes are rebuilt: each of the cut segment's index
+    files counted at its present size, as backed up and as rewritten (the rebuild of a shorter log
+    is no larger). For a pre-flight over several partitions before the first is touched."""
+    seg = plan.segment
+    if not plan.needed or seg is None:
+        return []
+    indexes = tuple(_size(p) for p in (seg.index, seg.timeindex, seg.txnindex) if p is not None)
+    ckpt = (_size(plan.root / "leader-epoch-checkpoint"),) if plan.epochs_dropped else ()
+    return [
+        *trim_needs(plan, backup_dir, (), None),
+        Need(backup_dir, indexes + ckpt, "the backup"),
+        Need(plan.root, indexes + ckpt, "the rewritten files"),
+    ]

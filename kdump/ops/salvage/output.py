@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -33,8 +33,10 @@ from kdump.model.entries import list_dir
 from kdump.model.log_dir import Target, looks_like_partition_dir
 from kdump.model.partition import PartitionDir
 from kdump.ops.checks.verify import VerifyOptions, verify_targets
+from kdump.ops.repair.preflight import check_room
 from kdump.ops.repair.reindex import DEFAULT_INDEX_INTERVAL_BYTES, plan_partition
-from kdump.ops.repair.safety import fsync_dir
+from kdump.ops.repair.safety import CALLS, fsync_dir
+from kdump.ops.salvage.guard import open_output, output_removed_on_fault, salvage_needs, sync_close
 from kdump.ops.salvage.partial import partial_batches
 from kdump.ops.salvage.plan import SalvagePlan, plan_salvage
 from kdump.ops.salvage.read import PageRelease, batch_records, kept_batches
@@ -132,33 +134,24 @@ class OutputDir:
         """Create a file under the directory exclusively (never overwriting, never through a link)."""
         path = self.path / name
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644)
+            fd = CALLS.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644)
         except FileExistsError as exc:
             raise RefusedError(f"{path} already exists; salvage never overwrites a file") from exc
-        except OSError as exc:
-            raise PathError(f"cannot create {path}: {exc.strerror or exc}") from exc
-        if text:
-            return os.fdopen(fd, "w", encoding="utf-8", newline="\n", buffering=buffering)
-        return os.fdopen(fd, "wb", buffering=buffering)
+        return open_output(fd, text=text, buffering=buffering)
 
     def mkdir(self, name: str) -> Path:
         """Create a new subdirectory (it must not exist)."""
         path = self.path / name
         try:
-            path.mkdir()
+            CALLS.mkdir(path)
         except FileExistsError as exc:
             raise RefusedError(
                 f"{path} already exists; salvage never writes into an existing directory"
             ) from exc
-        except OSError as exc:
-            raise PathError(f"cannot create {path}: {exc.strerror or exc}") from exc
         return path
 
 
-def _close_synced(fh: IO[Any]) -> None:
-    fh.flush()
-    os.fsync(fh.fileno())
-    fh.close()
+_close_synced = sync_close
 
 
 def write_clean_partition(
@@ -269,6 +262,7 @@ def salvage(
     interval_source: str = "the broker default",
     progress: Callable[[int], None] | None = None,
     source: Path | None = None,
+    rerun: Sequence[str | Path] | None = None,
 ) -> SalvageResult:
     """Salvage a partition directory into `out`: clean partition, records, partial records, report;
     `progress` is told the bytes of each kept batch as its records are written. `source` is what
@@ -280,17 +274,19 @@ def salvage(
         # Fail before anything is written; imported after the plan, whose scan is the other peak
         # of memory.
         load_pyarrow()
-    odir = OutputDir.create(out, source or part.path)
-    clean = write_clean_partition(plan, odir, interval_bytes)
-    result = SalvageResult(plan, odir.path, clean, parquet=parquet)
-    _write_records(result, odir, record_line, batch_lines, progress)
-    _write_partial(result, odir, record_line)
-    result.report = build_report(result, interval_bytes, interval_source)
-    fh = odir.open_new(REPORT_JSON, text=True)
-    json.dump(result.report, fh, indent=2)
-    fh.write("\n")
-    _close_synced(fh)
-    fsync_dir(odir.path)
+    check_room("salvage", salvage_needs(part, out))
+    with output_removed_on_fault(out, part.path, rerun or ("kdump", "salvage", "--out", out, part.path)):
+        odir = OutputDir.create(out, source or part.path)
+        clean = write_clean_partition(plan, odir, interval_bytes)
+        result = SalvageResult(plan, odir.path, clean, parquet=parquet)
+        _write_records(result, odir, record_line, batch_lines, progress)
+        _write_partial(result, odir, record_line)
+        result.report = build_report(result, interval_bytes, interval_source)
+        fh = odir.open_new(REPORT_JSON, text=True)
+        json.dump(result.report, fh, indent=2)
+        fh.write("\n")
+        _close_synced(fh)
+        fsync_dir(odir.path)
     return result
 
 
