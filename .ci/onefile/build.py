@@ -349,8 +349,10 @@ def main() -> int:
         f" {inside}/entry.py\n"
         # The wrapper: the frozen file, its loader and every library it or the binaries packed in
         # it link to, unpacked and run from $TMPDIR (staticx reads PyInstaller's archive itself).
+        # Not compressed: the frozen file is compressed already, and xz-decompressing it on every
+        # run cost 0.4 to 0.7 s of start-up for 3 MB less.
         f"mv {inside}/dist/kdump {inside}/dist/kdump-pyinstaller\n"
-        f"staticx --loglevel WARNING {inside}/dist/kdump-pyinstaller {inside}/dist/kdump\n"
+        f"staticx --no-compress --loglevel WARNING {inside}/dist/kdump-pyinstaller {inside}/dist/kdump\n"
         f"python {inside}/inspect_bundle.py {inside}/dist/kdump-pyinstaller {inside}/dist/kdump"
         f" > {inside}/dist/bundle.json\n",
         env={"SOURCE_DATE_EPOCH": str(int(time.time()))},

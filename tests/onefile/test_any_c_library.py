@@ -13,6 +13,7 @@ there yet, then `dpkg -x`). Without the file, root or those packages these tests
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -29,9 +30,10 @@ _CACHE = Path(os.environ.get("KDUMP_CACHE", Path.home() / ".cache" / "kdump"))
 DEBS = _CACHE / "onefile" / "debs"
 CHROOT = shutil.which("chroot") or shutil.which("chroot", path="/usr/sbin:/sbin")
 ENV = {"NO_COLOR": "1", "COLUMNS": "120", "TERM": "dumb", "KDUMP_PROGRESS_DELAY": "3600"}
-# Start-up (`kdump --version`) is at most 0.5 s median on an idle machine (the README's number, measured
-# by hand); the bound here leaves room for a loaded CI machine, and catches a file that unpacks slowly.
-STARTUP_BOUND = 1.5
+# Start-up (`kdump --version`): the issue's target is 0.5 s median. The test holds the CPU time (user +
+# system) to it, which a loaded machine does not inflate; wall-clock time only to a loose bound.
+STARTUP_CPU_BOUND = 0.5
+STARTUP_WALL_BOUND = 3.0
 
 
 def _missing(reason: str) -> None:
@@ -155,10 +157,14 @@ def musl(onefile: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ro
 
 
 def _c_libraries(root: Path) -> list[str]:
+    """Every C library or loader file in the root (outside /proc)."""
     names = ("libc.so", "libc.so.6", "ld-linux-x86-64.so.2", "ld-musl-x86_64.so.1")
-    return sorted(
-        str(p.relative_to(root)) for p in root.rglob("*") if p.name in names or p.name.startswith("libc-")
-    )
+    found = []
+    for folder, dirs, files in os.walk(root):
+        if Path(folder) == root:
+            dirs[:] = [d for d in dirs if d != "proc"]
+        found += [f"{folder}/{f}" for f in files if f in names or f.startswith("libc-")]
+    return sorted(str(Path(p).relative_to(root)) for p in found)
 
 
 def _same_as_installed(root: Root, args: list[str], shell: bool) -> int:
@@ -184,14 +190,19 @@ def _check_commands(root: Root, shell: bool) -> None:
     assert manual.stdout.startswith("KDUMP-VERIFY(1)")
 
 
-def _startup(root: Root, runs: int = 7) -> float:
-    times = []
+def _startup(root: Root, runs: int = 7) -> tuple[float, float]:
+    """Median wall-clock and CPU seconds (user + system, of the file and everything it starts) of
+    `kdump --version`; the CPU time is what a machine shared with other jobs does not inflate."""
+    walls, cpus = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         version = root.run(["/kdump", "--version"])
-        times.append(time.perf_counter() - start)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         assert version.returncode == 0, version.stderr
-    return statistics.median(times)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def test_runs_in_a_root_with_no_c_library(no_libc: Root) -> None:
@@ -205,16 +216,19 @@ def test_runs_in_a_root_with_no_c_library(no_libc: Root) -> None:
         in version.stdout
     )
     _check_commands(no_libc, shell=False)
-    assert _startup(no_libc) < STARTUP_BOUND
+    wall, cpu = _startup(no_libc)
+    assert cpu < STARTUP_CPU_BOUND, (wall, cpu)
+    assert wall < STARTUP_WALL_BOUND, (wall, cpu)
     assert list((no_libc.path / "scratch").iterdir()) == []  # both unpacked copies are removed
 
 
 def test_without_tmp_or_tmpdir_it_says_so(no_libc: Root) -> None:
-    """No /tmp and no TMPDIR: the file cannot unpack; it says so and fails (exit 2), without output."""
+    """No /tmp and no TMPDIR: the file cannot unpack itself; its wrapper says where it tried, and exits
+    2 (staticx's code for its own failures) with nothing on stdout. The README names TMPDIR."""
     refused = no_libc.run(["/kdump", "--version"], tmpdir=None)
-    assert refused.returncode != 0
+    assert refused.returncode == 2
     assert refused.stdout == ""
-    assert "tempdir" in refused.stderr.lower(), refused.stderr
+    assert refused.stderr.startswith("kdump: Failed to create temporary directory in /tmp:"), refused.stderr
 
 
 def test_runs_in_a_musl_root(musl: Root) -> None:
@@ -225,5 +239,7 @@ def test_runs_in_a_musl_root(musl: Root) -> None:
     assert version.returncode == 0, version.stderr
     assert "C library: glibc 2.31, bundled in this file (staticx)" in version.stdout
     _check_commands(musl, shell=True)
-    assert _startup(musl) < STARTUP_BOUND
+    wall, cpu = _startup(musl)
+    assert cpu < STARTUP_CPU_BOUND, (wall, cpu)
+    assert wall < STARTUP_WALL_BOUND, (wall, cpu)
     assert list((musl.path / "tmp").iterdir()) == []
