@@ -36,7 +36,10 @@ def staticx_archive(wrapped: Path) -> dict[str, object]:
         section = elf.get_section_by_name(".staticx.archive")
         data = section.data() if section is not None else b""
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-        names = sorted(m.name for m in tar.getmembers() if not m.name.startswith(".staticx."))
+        program = tar.getmember(".staticx.prog").linkname
+        names = sorted(
+            m.name for m in tar.getmembers() if m.name not in (program, ".staticx.prog", ".staticx.interp")
+        )
         libc = tar.extractfile("libc.so.6") if "libc.so.6" in names else None
         found = re.findall(rb"GNU C Library [^\n]*?release version (\d+\.\d+)", libc.read()) if libc else []
     return {

@@ -243,3 +243,23 @@ def test_runs_in_a_musl_root(musl: Root) -> None:
     assert cpu < STARTUP_CPU_BOUND, (wall, cpu)
     assert wall < STARTUP_WALL_BOUND, (wall, cpu)
     assert list((musl.path / "tmp").iterdir()) == []
+
+
+def test_with_tmp_mounted_noexec_it_says_so_and_tmpdir_works(musl: Root) -> None:
+    """/tmp mounted noexec (hardened RHEL, some pod policies): the unpacked program cannot start; the
+    wrapper names it and exits 3. TMPDIR pointing elsewhere, as the README says, works."""
+    tmp = musl.path / "tmp"
+    (musl.path / "scratch").mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "noexec,mode=1777", "tmpfs", str(tmp)], check=True)
+    try:
+        refused = musl.run(["/kdump", "--version"])
+        assert refused.returncode == 3, refused.stderr
+        assert refused.stdout == ""
+        assert refused.stderr.startswith("Failed to execv() /tmp/staticx-"), refused.stderr
+        assert "Permission denied" in refused.stderr
+        works = musl.run(["/kdump", "--version"], tmpdir="/scratch")
+        assert works.returncode == 0, works.stderr
+        assert works.stdout.startswith("kdump, version ")
+    finally:
+        subprocess.run(["umount", "-l", str(tmp)], check=False)
+        (musl.path / "scratch").rmdir()
