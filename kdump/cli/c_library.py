@@ -24,15 +24,17 @@ def _mapped_c_library() -> str | None:
 
 
 def c_library() -> str:
-    """ "glibc 2.36", "musl", "glibc 2.31, bundled in this file (staticx)", or "unknown"."""
+    """E.g. "glibc 2.36 (the host's)", "musl (the host's)", "glibc 2.31, bundled in this file
+    (staticx); ...", or "unknown"."""
     try:
-        glibc = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36"; musl's Python lacks the name
+        glibc = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36"; musl refuses the name (EINVAL)
     except (ValueError, OSError):
         glibc = None
     path = _mapped_c_library()
+    # musl's file: /lib/ld-musl-x86_64.so.1 on Alpine, /usr/lib/x86_64-linux-musl/libc.so on Debian.
     if glibc:
         name = glibc
-    elif path is not None and "musl" in path.rsplit("/", 1)[-1]:
+    elif path is not None and "musl" in path:
         name = "musl"
     else:
         name = "unknown"
