@@ -263,3 +263,23 @@ def test_with_tmp_mounted_noexec_it_says_so_and_tmpdir_works(musl: Root) -> None
     finally:
         subprocess.run(["umount", "-l", str(tmp)], check=False)
         (musl.path / "scratch").rmdir()
+
+
+def test_without_dev_shm_the_work_stays_in_one_process(no_libc: Root) -> None:
+    """The no-libc root has no /dev, so no /dev/shm: no worker pool can be made there (its queues
+    need POSIX semaphores). On logs big enough for the parallel paths of verify and dump, the file
+    works in one process and prints what the installed kdump (with its workers) prints."""
+    logs = sorted((REPO_ROOT / "samples" / "logdir").glob("*/*.log"))
+    for partition in ("big-0", "big-1"):  # two segments of 9 MiB: over both parallel thresholds
+        folder = no_libc.path / "big" / partition
+        folder.mkdir(parents=True)
+        with (folder / "00000000000000000000.log").open("wb") as out:
+            while out.tell() < 9 << 20:
+                for log in logs:
+                    out.write(log.read_bytes())
+    assert not (no_libc.path / "dev").exists()
+    try:
+        _same_as_installed(no_libc, ["verify", "--deep", "--jobs", "2", "big"], shell=False)
+        _same_as_installed(no_libc, ["dump", "--records", "--jobs", "2", "big/big-0"], shell=False)
+    finally:
+        shutil.rmtree(no_libc.path / "big")
