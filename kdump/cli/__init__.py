@@ -31,8 +31,9 @@ COMMANDS = {
 
 
 def version_text() -> str:
-    """`kdump --version`: the version, which record paths run compiled, and how this copy was
-    built when it is the one-file build (its build script leaves `_build.json` in the package)."""
+    """`kdump --version`: the version, which record paths run compiled, the C library it runs on, and
+    how this copy was built when it is the one-file build (its build script leaves `_build.json` in
+    the package)."""
     from pathlib import Path
 
     from kdump.formats.fast_records import load_compiled
@@ -41,12 +42,21 @@ def version_text() -> str:
     compiled = {"records": "_fastrecords", "batch walk": "_fastwalk", "Avro to JSON": "_avrojson"}
     found = [name for name, module in compiled.items() if load_compiled(module) is not None]
     lines.append(f"compiled paths: {', '.join(found) if found else 'none (the pure-Python reference path)'}")
+    from kdump.cli.c_library import c_library
+
+    lines.append(f"C library: {c_library()}")
     build = Path(__file__).resolve().parents[1] / "_build.json"
     if build.exists():
         import json
 
         info = json.loads(build.read_text(encoding="utf-8"))
         lines += [info["built_with"], f"built on {info['built_on']}, {info['date']}, from {info['commit']}"]
+    else:
+        import platform
+
+        lines.append(
+            f"build: Python package on {platform.python_implementation()} {platform.python_version()}"
+        )
     return "\n".join(lines)
 
 

@@ -312,15 +312,17 @@ def check_segments(
     tasks = [(s, options.deep, options.max_bytes, for_rebuild, judge_indexes) for s in segments]
     sizes = [_segment_size(s) for s in segments]
     if jobs > 1 and len(tasks) > 1 and sum(sizes) >= PARALLEL_THRESHOLD_BYTES:
-        from kdump.ops.common.workers import worker_pool
+        from kdump.ops.common.workers import process_pools_work, worker_pool
 
-        # On Ctrl-C or an early stop the workers are terminated, not waited for.
-        with worker_pool(min(jobs, len(tasks))) as pool:
-            for result, size in zip(pool.map(_check_one, tasks), sizes, strict=True):
-                if progress is not None:
-                    progress(size)
-                yield result
-        return
+        # Without /dev/shm (a bare chroot) no pool can be made: the same results, in this process.
+        if process_pools_work():
+            # On Ctrl-C or an early stop the workers are terminated, not waited for.
+            with worker_pool(min(jobs, len(tasks))) as pool:
+                for result, size in zip(pool.map(_check_one, tasks), sizes, strict=True):
+                    if progress is not None:
+                        progress(size)
+                    yield result
+            return
     for task, size in zip(tasks, sizes, strict=True):
         result = _check_one(task)
         if progress is not None:

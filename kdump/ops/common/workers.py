@@ -11,6 +11,7 @@ are cancelled and the workers are terminated at once.
 from __future__ import annotations
 
 import ctypes
+import functools
 import multiprocessing
 import os
 import signal
@@ -45,6 +46,18 @@ def _die_with_parent() -> None:
         return
     if os.getppid() == 1:  # the owner went before the request was in place
         os._exit(1)
+
+
+@functools.cache
+def process_pools_work() -> bool:
+    """Whether worker processes can be had here. A pool's queues need POSIX semaphores, which live in
+    /dev/shm: a chroot or container without it (the one-file build runs in such roots) has none,
+    and then kdump works in this one process, with the same output, instead of failing."""
+    try:
+        multiprocessing.get_context("fork").Lock()
+    except OSError:
+        return False
+    return True
 
 
 def _noop() -> None:
