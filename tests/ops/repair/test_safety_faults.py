@@ -35,7 +35,7 @@ import pytest
 from corruptions import copy_tree, file_hashes, flip_crc_byte, run_kdump, shuffle_index_entries
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.ops import safety
+from kdump.ops.repair import safety
 from kdump.ops.repair.safety import TMP_SUFFIX
 
 Kdump = Callable[..., "Run"]
