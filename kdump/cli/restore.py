@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -92,8 +93,8 @@ def restore_command(backup_dirs: tuple[Path, ...]) -> None:
 def _backups_in(path: Path) -> list[Path]:
     """The backup directories at `path`: itself when it holds a manifest, else those under it (two
     levels: a backup root of backup roots, as a trim of several log dirs leaves)."""
-    if (path / MANIFEST).is_file():
-        return [path]
+    if os.path.lexists(path / MANIFEST):
+        return [path]  # whatever it is: reading it says what is wrong with it (a FIFO is never opened)
     out: list[Path] = []
     for child in _subdirs(path):
         out.extend(

@@ -7,6 +7,9 @@
 * `impact(commits, bounds)`: per group and partition, out of range or not, where a consumer resumes with
   auto.offset.reset earliest and latest, the records it re-reads or skips, and commits whose leader epoch
   the event invalidates.
+
+May use: formats, scan, model, store, findings, errors, and `ops.replicas` (an election's replicas as
+`compare` lines them up).
 """
 
 from __future__ import annotations

@@ -17,12 +17,22 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kdump.errors import CannotRepairError
 
-if TYPE_CHECKING:
-    from kdump.ops.repair.reindex import FileChange
+
+class FileChange(Protocol):
+    """What the pre-flight reads of a reindex's file change (`ops.repair.reindex.FileChange`, which
+    imports this module: named by shape here so the two do not import each other)."""
+
+    @property
+    def path(self) -> Path: ...
+    @property
+    def exists(self) -> bool: ...
+    @property
+    def data(self) -> bytes: ...
+
 
 # Room kept for the manifest (written to a temporary file, then renamed: two copies at a time) and
 # the new directory entries, per filesystem, on top of the files' own blocks.

@@ -20,7 +20,7 @@ from hint_shell import printed_hints, shell
 from kdump.formats.checkpoints import encode_leader_epoch_checkpoint
 
 EPOCH_AT = 12  # partitionLeaderEpoch in a v2 batch header
-SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "logdir" / "txn-1"
+SAMPLE = Path(__file__).resolve().parents[3] / "samples" / "logdir" / "txn-1"
 
 
 def _two_epochs(part: Path, last: int) -> tuple[list[int], list[tuple[int, int]]]:
