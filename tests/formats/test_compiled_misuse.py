@@ -89,7 +89,9 @@ def test_index_agrees_refuses_an_unknown_kind(kind: int) -> None:
 @needs_walk
 def test_index_agrees_on_misaligned_columns() -> None:
     cols = _cols([0, 100], [0, 10], [9, 19], [5, 6])
-    index = (0).to_bytes(4, "big") + (0).to_bytes(4, "big") + (10).to_bytes(4, "big") + (100).to_bytes(4, "big")
+    index = (
+        (0).to_bytes(4, "big") + (0).to_bytes(4, "big") + (10).to_bytes(4, "big") + (100).to_bytes(4, "big")
+    )
     aligned = walk.index_agrees(0, index, 0, *cols, 200)
     shifted = [memoryview(b"\0" + c.tobytes())[1:] for c in cols]
     assert walk.index_agrees(0, index, 0, *shifted, 200) == aligned
@@ -99,7 +101,7 @@ def test_index_agrees_on_misaligned_columns() -> None:
 @needs_walk
 @pytest.mark.parametrize("n", [2**62, 2**63 - 1, (2**63 - 1) // 104 + 1])
 def test_headers_refuses_a_count_the_columns_do_not_hold(n: int) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="columns"):
         walk.headers(bytes(104), n, BatchHeader)
 
 
@@ -113,7 +115,7 @@ def test_headers_from_misaligned_columns() -> None:
 @needs_records
 @pytest.mark.parametrize("n", [2**62, 2**63 - 1, 2**63 - 8])
 def test_nonempty_validity_refuses_a_count_the_offsets_do_not_hold(n: int) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="too few offsets"):
         records_c.nonempty_validity(bytes(8), n)
 
 

@@ -48,7 +48,9 @@ def run_target(name: str, examples: int, root: Path | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("targets", nargs="+", help="target names (fuzz_targets.TARGETS)")
     parser.add_argument("--examples", type=int, default=300, help="mutated inputs per target")
     args = parser.parse_args(argv)
