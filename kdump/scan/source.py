@@ -63,11 +63,16 @@ class _Watch:
         except OSError:
             now = self.size
         if faulted >= 0 or now < self.size:
-            at = f"; bytes from position {faulted} on read as zeros" if faulted >= 0 else ""
+            if faulted >= 0:
+                where = (
+                    f"checked as it was up to position {faulted}; the bytes from there on were gone "
+                    "and read as zeros"
+                )
+            else:
+                where = "its bytes were checked before they were cut"
             return FileChange(
                 "file-shrank-while-read",
-                f"{self.path} shrank from {self.size} to {now} bytes while kdump read it{at}: "
-                f"only its first {min(now, faulted if faulted >= 0 else now)} bytes were checked",
+                f"{self.path} shrank from {self.size} to {now} bytes while kdump read it: {where}",
             )
         try:
             st = Path(self.path).stat()

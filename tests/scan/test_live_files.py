@@ -81,7 +81,7 @@ def test_a_mapping_read_past_a_truncation_reads_zeros_and_says_where(tmp_path: P
     assert change is not None
     assert change.code == "file-shrank-while-read"
     page = os.sysconf("SC_PAGESIZE")
-    assert f"from position {cut - cut % page + (page if cut % page else 0)} on" in change.message
+    assert f"up to position {cut - cut % page + (page if cut % page else 0)};" in change.message
     assert f"shrank from {size} to {cut} bytes" in change.message
 
 
