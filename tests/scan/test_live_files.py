@@ -57,6 +57,11 @@ def path_kind(request: pytest.FixtureRequest) -> Iterator[str]:
 needs_guard = pytest.mark.skipif(_guard is None, reason="the mapping guard is not built here")
 
 
+def test_ci_builds_the_guard() -> None:
+    if os.environ.get("KDUMP_REQUIRE_COMPILED") and _guard is None:
+        pytest.fail("KDUMP_REQUIRE_COMPILED is set but kdump.scan._mapguard is not built")
+
+
 @needs_guard
 def test_the_finding_codes_are_in_the_catalog() -> None:
     for code in ("file-shrank-while-read", "file-replaced-while-read", "file-grew-while-read"):
