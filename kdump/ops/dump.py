@@ -28,7 +28,7 @@ from kdump.ops.state_files import dump_state_file
 from kdump.ops.tiered import LogStartCheckpoints, TieredContext, tiered_facts
 from kdump.scan.events import Event, ScanSummary
 from kdump.scan.log_scanner import decode_batch_records, scan_log
-from kdump.scan.source import open_buffer
+from kdump.scan.source import file_change, open_buffer
 
 if TYPE_CHECKING:
     from kdump.ops.payload_events import PayloadOptions
@@ -322,14 +322,18 @@ def dump_log(
         limit = None if options.max_bytes is None else max(options.max_bytes - start, 0)
         ready = fetch_ahead(fill, start, len(buf))
         events = _counting(
-            scan_log(
+            _watching(
+                scan_log(
+                    buf,
+                    file=name,
+                    base_offset=base_offset,
+                    deep=options.records,
+                    start=start,
+                    max_bytes=limit,
+                    ready=ready,
+                ),
                 buf,
-                file=name,
-                base_offset=base_offset,
-                deep=options.records,
-                start=start,
-                max_bytes=limit,
-                ready=ready,
+                name,
             ),
             found,
         )
@@ -342,6 +346,24 @@ def dump_log(
                     yield ev
             return
         yield from _filter_deep(events, f)
+
+
+def _watching(events: Iterator[Event], buf: object, name: str) -> Iterator[Event]:
+    """The scan's events, with a finding before the summary when the file changed under the scan
+    (a live broker cutting, replacing or appending to it), counted in the summary."""
+    for ev in events:
+        if isinstance(ev, ScanSummary):
+            change = file_change(buf)
+            if change is not None:
+                finding = make_finding(change.code, name, change.message)
+                yield finding
+                ev = replace(
+                    ev,
+                    findings_info=ev.findings_info + (finding.severity == Severity.INFO),
+                    findings_warning=ev.findings_warning + (finding.severity == Severity.WARNING),
+                    findings_error=ev.findings_error + (finding.severity == Severity.ERROR),
+                )
+        yield ev
 
 
 def _counting(events: Iterator[Event], found: list[Finding]) -> Iterator[Event]:
