@@ -30,6 +30,8 @@ from kdump.scan.log_scanner import scan_log
 from kdump.scan.source import _guard, file_change, open_buffer
 
 KDUMP = [sys.executable, "-m", "kdump"]
+# The finding codes these tests produce (tests/test_findings_catalog.py).
+COVERED_CODES = frozenset({"file-shrank-while-read", "file-replaced-while-read", "file-grew-while-read"})
 
 
 def _segment(tmp_path: Path, batches: int = 400, per_batch: int = 20) -> Path:
