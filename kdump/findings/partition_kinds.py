@@ -99,6 +99,36 @@ PARTITION_KINDS = [
         "The broker fails to load the log dir.",
         None,
     ),
+    FindingKind(
+        "file-shrank-while-read",
+        Consequence.UNCHECKED,
+        "partition",
+        "The file was cut shorter while kdump read it (a live broker truncating a follower's log, "
+        "trimming an index at a roll): what kdump checked stops where the file gave way (the message "
+        "says where); the bytes the file no longer has were read as zeros and judged as nothing.",
+        "The broker that cut it reads the file as it is now; run kdump again on a stopped broker's data "
+        "or a copy for a verdict.",
+        None,
+    ),
+    FindingKind(
+        "file-replaced-while-read",
+        Consequence.UNCHECKED,
+        "partition",
+        "The path names another file (or none) since kdump opened it (a segment deleted by retention, "
+        "renamed at a roll, or swapped): kdump checked the file it opened, not the one there now.",
+        "The broker reads the file there now.",
+        None,
+    ),
+    FindingKind(
+        "file-grew-while-read",
+        Consequence.LEGAL,
+        "partition",
+        "The file grew while kdump read it (a running broker appending to its active segment): kdump "
+        "checked the bytes it had when it opened the file; the message says how many were appended "
+        "since and were not checked.",
+        "Appending to the active segment is what a running broker does.",
+        None,
+    ),
     # --- accounting: every path given is classified, and what is not checked is said -----------
     FindingKind(
         "wrong-file-type",

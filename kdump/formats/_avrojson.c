@@ -31,8 +31,12 @@ typedef struct {
 
 static int out_reserve(Out *o, Py_ssize_t n) {
     if (o->len + n <= o->cap) return 0;
+    if (n > PY_SSIZE_T_MAX - o->len) return -1;
     Py_ssize_t cap = o->cap ? o->cap : 256;
-    while (cap < o->len + n) cap *= 2;
+    while (cap < o->len + n) {
+        if (cap > PY_SSIZE_T_MAX / 2) return -1;
+        cap *= 2;
+    }
     char *d = PyMem_Realloc(o->data, cap);
     if (!d) return -1;
     o->data = d;
@@ -41,6 +45,7 @@ static int out_reserve(Out *o, Py_ssize_t n) {
 }
 
 static int out_put(Out *o, const char *s, Py_ssize_t n) {
+    if (n <= 0) return 0; /* memcpy to a buffer not yet allocated is undefined, even of 0 bytes */
     if (out_reserve(o, n)) return -1;
     memcpy(o->data + o->len, s, n);
     o->len += n;

@@ -52,6 +52,9 @@ static int buf_reserve(Buf *b, Py_ssize_t extra) {
 }
 
 static inline void put(Buf *b, const char *s, Py_ssize_t n) {
+    /* An empty key or value: nothing to copy, and the buffer may not exist yet (memcpy and pointer
+     * arithmetic on NULL are undefined even for 0 bytes). */
+    if (n <= 0) return;
     memcpy(b->data + b->len, s, (size_t)n);
     b->len += n;
 }
@@ -181,7 +184,8 @@ static inline int derive(const Batch *bt, const Rec *r, int64_t *prev, int64_t *
         return -1;
     }
     if (bt->base_seq >= 0) {
-        int64_t s = (bt->base_seq + r->offset_delta) % 2147483648LL;
+        /* (base_seq + delta) mod 2^31 without the sum overflowing for a base_seq near 2^63. */
+        int64_t s = (bt->base_seq % 2147483648LL + r->offset_delta) % 2147483648LL;
         out->sequence = s < 0 ? s + 2147483648LL : s;
     } else {
         out->sequence = -1;
@@ -985,7 +989,7 @@ static PyObject *fast_nonempty_validity(PyObject *self, PyObject *args) {
     Py_ssize_t n;
     if (!PyArg_ParseTuple(args, "y*n", &offsets, &n)) return NULL;
     PyObject *out = NULL;
-    if (n < 0 || offsets.len < (n + 1) * 4) {
+    if (n < 0 || n >= offsets.len / 4) { /* fewer than n + 1 offsets (without computing (n + 1) * 4) */
         PyErr_SetString(PyExc_ValueError, "nonempty_validity: too few offsets");
         PyBuffer_Release(&offsets);
         return NULL;

@@ -217,6 +217,14 @@ static inline int32_t be32(const uint8_t *p) {
 }
 static inline int16_t be16(const uint8_t *p) { return (int16_t)(((uint16_t)p[0] << 8) | p[1]); }
 
+/* The i-th native int64 of a caller's column buffer. Through memcpy: a buffer (a memoryview slice,
+ * say) need not be 8-aligned, and a misaligned int64_t load is undefined. Compiles to one load. */
+static inline int64_t ld64(const void *buf, Py_ssize_t i) {
+    int64_t v;
+    memcpy(&v, (const uint8_t *)buf + 8 * i, 8);
+    return v;
+}
+
 /* ---- the walk -------------------------------------------------------------------------------- */
 
 /* Sizes from kdump/formats/constants.py. */
@@ -354,18 +362,20 @@ static PyObject *headers(PyObject *self, PyObject *args) {
     Py_ssize_t n;
     PyObject *htype;
     if (!PyArg_ParseTuple(args, "y*nO", &view, &n, &htype)) return NULL;
+    /* n * N_COLUMNS * 8 is not computed before n is known not to overflow it. */
     if (!PyType_Check(htype) || !PyType_IsSubtype((PyTypeObject *)htype, &PyTuple_Type) || n < 0 ||
+        n > view.len / (N_COLUMNS * (Py_ssize_t)sizeof(int64_t)) ||
         view.len != n * N_COLUMNS * (Py_ssize_t)sizeof(int64_t)) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_ValueError, "headers takes a run's columns, its length and a tuple type");
         return NULL;
     }
     PyTypeObject *ht = (PyTypeObject *)htype;
-    const int64_t *col = view.buf;
+    const void *col = view.buf;
     PyObject *list = PyList_New(n);
     if (list == NULL) goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
-#define COL(c) col[(c) * n + i]
+#define COL(c) ld64(col, (c) * n + i)
         int64_t attributes = COL(C_ATTRIBUTES);
         PyObject *crc = PyLong_FromLongLong(COL(C_CRC)); /* crc and computed_crc: one object */
         PyObject *t = ht->tp_alloc(ht, 21);
@@ -417,8 +427,8 @@ fail:
  * answer for the previous, not larger, `x`. Entries come in order, so the searches of a whole index
  * advance through the batches once (a binary search per slot cost 2.6 ms on a 135 MB segment of
  * 71,246 batches; the walk forward a tenth of it). */
-static inline Py_ssize_t advance64(const int64_t *a, Py_ssize_t n, Py_ssize_t from, int64_t x) {
-    while (from < n && a[from] < x) from++;
+static inline Py_ssize_t advance64(const void *a, Py_ssize_t n, Py_ssize_t from, int64_t x) {
+    while (from < n && ld64(a, from) < x) from++;
     return from;
 }
 
@@ -433,23 +443,33 @@ static PyObject *index_agrees(PyObject *self, PyObject *args) {
     Py_buffer ix, pv, bv, lv, mv;
     Py_ssize_t valid_bytes;
     if (!PyArg_ParseTuple(args, "iy*Ly*y*y*y*n", &kind, &ix, &base, &pv, &bv, &lv, &mv, &valid_bytes)) return NULL;
+    if (kind != 0 && kind != 1) {
+        /* No other kind has a layout here (the time branch below would read a prefix never built). */
+        PyBuffer_Release(&ix);
+        PyBuffer_Release(&pv);
+        PyBuffer_Release(&bv);
+        PyBuffer_Release(&lv);
+        PyBuffer_Release(&mv);
+        PyErr_SetString(PyExc_ValueError, "index_agrees: kind is 0 (.index) or 1 (.timeindex)");
+        return NULL;
+    }
     int ok = 1;
     Py_ssize_t n = pv.len / 8, size = kind == 0 ? 8 : 12;
     int64_t *prefix = NULL;
     if (bv.len != pv.len || lv.len != pv.len || mv.len != pv.len || pv.len % 8 || ix.len % size) ok = 0;
-    const int64_t *positions = pv.buf, *bases = bv.buf, *lasts = lv.buf, *maxts = mv.buf;
+    const void *positions = pv.buf, *bases = bv.buf, *lasts = lv.buf, *maxts = mv.buf;
     const uint8_t *slot = ix.buf;
     Py_ssize_t slots = ix.len / size;
     if (ok && kind == 1) {
         prefix = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof(int64_t));
         if (prefix == NULL) ok = 0;
         int64_t run = -1;
-        for (Py_ssize_t i = 0; ok && i < n; i++) prefix[i] = run = maxts[i] > run ? maxts[i] : run;
+        for (Py_ssize_t i = 0; ok && i < n; i++) prefix[i] = run = ld64(maxts, i) > run ? ld64(maxts, i) : run;
     }
     /* The searches below walk forward: positions must rise and last offsets must not fall (else the
      * checks in Python judge it). */
     for (Py_ssize_t i = 1; ok && i < n; i++)
-        if (positions[i] <= positions[i - 1] || lasts[i] < lasts[i - 1]) ok = 0;
+        if (ld64(positions, i) <= ld64(positions, i - 1) || ld64(lasts, i) < ld64(lasts, i - 1)) ok = 0;
     int64_t prev_a = 0, prev_b = 0;
     Py_ssize_t holder = 0, at = 0; /* where the previous slot's searches ended */
     for (Py_ssize_t i = 0; ok && i < slots; i++, slot += size) {
@@ -478,15 +498,16 @@ static PyObject *index_agrees(PyObject *self, PyObject *args) {
                 break;
             }
             at = advance64(positions, n, at, position);
-            if ((i > 0 && (offset <= prev_a || position <= prev_b)) || position >= valid_bytes || at == n ||
-                positions[at] != position || positions[holder] < position)
+            /* (a position not above the previous one was refused just above) */
+            if ((i > 0 && offset <= prev_a) || position >= valid_bytes || at == n || ld64(positions, at) != position ||
+                ld64(positions, holder) < position)
                 ok = 0;
             prev_a = offset;
             prev_b = position;
         } else {
             int64_t ts = be64(slot);
-            if ((i > 0 && (ts <= prev_a || offset < prev_b)) || bases[holder] > offset || maxts[holder] != ts ||
-                prefix[holder] != ts)
+            if ((i > 0 && (ts <= prev_a || offset < prev_b)) || ld64(bases, holder) > offset ||
+                ld64(maxts, holder) != ts || prefix[holder] != ts)
                 ok = 0;
             prev_a = ts;
             prev_b = offset;
@@ -533,30 +554,33 @@ static PyObject *build_indexes(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    const int64_t *positions = pv.buf, *lasts = lv.buf, *maxts = mv.buf;
+    const void *pvb = pv.buf, *lvb = lv.buf, *mvb = mv.buf;
     int64_t max_ts = -1, offset_of_max = -1, last_time_ts = -1, last_entry_position = 0;
     for (Py_ssize_t i = 0; ok && i < n; i++) {
-        if (maxts[i] > max_ts) {
-            max_ts = maxts[i];
-            offset_of_max = lasts[i];
+        int64_t position = ld64(pvb, i), last = ld64(lvb, i), ts = ld64(mvb, i);
+        if (ts > max_ts) {
+            max_ts = ts;
+            offset_of_max = last;
         }
         int64_t gap;
-        if (__builtin_sub_overflow(positions[i], last_entry_position, &gap)) {
+        if (__builtin_sub_overflow(position, last_entry_position, &gap)) {
             ok = 0;
             break;
         }
         if (gap > interval) {
-            int64_t rel = lasts[i] - base;
-            if (lasts[i] < base || rel > 2147483647LL || positions[i] < 0 || positions[i] > 2147483647LL) {
+            /* last - base overflows for a base near -2^63: the check must not compute it first. */
+            int64_t rel;
+            if (last < base || __builtin_sub_overflow(last, base, &rel) || rel > 2147483647LL || position < 0 ||
+                position > 2147483647LL) {
                 ok = 0;
                 break;
             }
             put_be32(off + no * 8, (uint32_t)rel);
-            put_be32(off + no * 8 + 4, (uint32_t)positions[i]);
+            put_be32(off + no * 8 + 4, (uint32_t)position);
             no++;
             if (max_ts > last_time_ts) {
-                int64_t trel = offset_of_max - base;
-                if (offset_of_max < base || trel > 2147483647LL) {
+                int64_t trel;
+                if (offset_of_max < base || __builtin_sub_overflow(offset_of_max, base, &trel) || trel > 2147483647LL) {
                     ok = 0;
                     break;
                 }
@@ -566,12 +590,12 @@ static PyObject *build_indexes(PyObject *self, PyObject *args) {
                 nt++;
                 last_time_ts = max_ts;
             }
-            last_entry_position = positions[i];
+            last_entry_position = position;
         }
     }
     if (ok && max_ts > last_time_ts) {
-        int64_t trel = offset_of_max - base;
-        if (offset_of_max < base || trel > 2147483647LL) {
+        int64_t trel;
+        if (offset_of_max < base || __builtin_sub_overflow(offset_of_max, base, &trel) || trel > 2147483647LL) {
             ok = 0;
         } else {
             put_be32(tim + nt * 12, (uint32_t)((uint64_t)max_ts >> 32));

@@ -3,6 +3,12 @@
 Files are memory-mapped read-only, so a 1 GiB segment is paged in as it is scanned and never held
 in memory; the mapping is shared with the page cache the broker uses. An empty file cannot be
 mapped, so it becomes an empty buffer.
+
+A file can change while it is read (a live broker truncates a follower's log, trims an index at a
+roll, appends, deletes a segment by retention). A read of a mapped page the file no longer has
+raises SIGBUS: the guard (`_mapguard.c`) turns it into zeros and notes where, and
+`file_change(buf)` says what happened, for the caller to report as a finding
+(file-shrank-while-read, file-replaced-while-read, file-grew-while-read).
 """
 
 from __future__ import annotations
@@ -13,7 +19,9 @@ import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kdump.errors import PathError
 from kdump.store.locations import is_stored
@@ -72,6 +80,85 @@ def _kind(mode: int) -> str | None:
     return "device"
 
 
+def _load_guard() -> Any:
+    # Not a fast path but a safety net: KDUMP_PURE_PYTHON does not switch it off.
+    try:
+        from kdump.scan import _mapguard
+    except ImportError:  # not built: a shrinking file is still found after the read, by its size
+        return None
+    return _mapguard
+
+
+_guard = _load_guard()
+
+
+@dataclass
+class FileChange:
+    """How a file changed while it was read: `code` is the finding's, `message` says what was
+    checked and where it stopped."""
+
+    code: str
+    message: str
+
+
+@dataclass
+class _Watch:
+    path: str
+    fd: int
+    size: int  # the bytes read (mapped)
+    whole: bool  # the whole file was read (no max_bytes cut)
+    identity: tuple[int, int]
+    slot: int
+
+    def change(self) -> FileChange | None:
+        faulted = _guard.faulted(self.slot) if _guard is not None and self.slot >= 0 else -1
+        try:
+            now = os.fstat(self.fd).st_size
+        except OSError:
+            now = self.size
+        if faulted >= 0 or now < self.size:
+            if faulted >= 0:
+                where = (
+                    f"checked as it was up to position {faulted}; the bytes from there on were gone "
+                    "and read as zeros"
+                )
+            else:
+                where = "its bytes were checked before they were cut"
+            return FileChange(
+                "file-shrank-while-read",
+                f"{self.path} shrank from {self.size} to {now} bytes while kdump read it: {where}",
+            )
+        try:
+            st = Path(self.path).stat()
+            there: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except OSError:
+            there = None
+        if there != self.identity:
+            what = "was deleted" if there is None else "was replaced by another file"
+            return FileChange(
+                "file-replaced-while-read",
+                f"{self.path} {what} while kdump read it: the {self.size} bytes checked are the file it opened",
+            )
+        if self.whole and now > self.size:
+            return FileChange(
+                "file-grew-while-read",
+                f"{self.path} grew from {self.size} to {now} bytes while kdump read it: "
+                f"its first {self.size} bytes were checked, the {now - self.size} appended since were not",
+            )
+        return None
+
+
+# The files open_buffer has open, by the id of the view it yielded.
+_WATCHED: dict[int, _Watch] = {}
+
+
+def file_change(buf: object) -> FileChange | None:
+    """How the file behind `buf` (a view `open_buffer` yielded, still open) changed since it was
+    opened; None when it did not or `buf` is not such a view."""
+    watch = _WATCHED.get(id(buf))
+    return watch.change() if watch is not None else None
+
+
 @contextmanager
 def open_buffer(
     path: str | os.PathLike[str], max_bytes: int | None = None, *, span: tuple[int, int] | None = None
@@ -99,8 +186,10 @@ def open_buffer(
     fd = open_regular(path)
     mm: mmap.mmap | None = None
     view: memoryview | None = None
+    slot = -1
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        size = st.st_size
         if max_bytes is not None:
             size = min(size, max_bytes)
         if size == 0:
@@ -110,9 +199,18 @@ def open_buffer(
                 mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
             except (OSError, ValueError) as exc:
                 raise PathError(f"cannot map {path}: {exc}") from exc
+            if _guard is not None:
+                slot = _guard.register(mm)
             view = memoryview(mm)
+        _WATCHED[id(view)] = _Watch(
+            os.fspath(path), fd, size, max_bytes is None or size < max_bytes, (st.st_dev, st.st_ino), slot
+        )
         yield view
     finally:
+        if view is not None:
+            _WATCHED.pop(id(view), None)
+        if slot >= 0:
+            _guard.unregister(slot)
         os.close(fd)
         if view is not None:
             view.release()

@@ -892,6 +892,11 @@ _REGISTRY = [
     FuzzTarget("codec_zstd", fuzz_codec_zstd, lambda r: _payload_seeds(r, Codec.ZSTD), 600),
 ]
 
+# The compiled paths' differential targets (compiled_targets.py, which imports from this module).
+from compiled_targets import COMPILED_TARGETS  # noqa: E402
+
+_REGISTRY += COMPILED_TARGETS
+
 TARGETS: dict[str, FuzzTarget] = {t.name: t for t in _REGISTRY}
 
 

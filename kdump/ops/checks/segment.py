@@ -27,7 +27,7 @@ from kdump.model.segment import Segment
 from kdump.scan.batch_checks import decode_batch_records
 from kdump.scan.events import ScanMode, ScanSummary, StopReason
 from kdump.scan.log_scanner import scan_log
-from kdump.scan.source import open_buffer, read_small_file
+from kdump.scan.source import file_change, open_buffer, read_small_file
 
 if TYPE_CHECKING:
     # The index decoders and checks load where the compiled check of an index is not sure (or a
@@ -124,6 +124,10 @@ def check_segment(
                     findings.append(ev)
                 elif isinstance(ev, ScanSummary):
                     summary = ev
+            # A file cut, replaced or appended to under the scan (a live broker): said, not a signal.
+            change = file_change(buf)
+            if change is not None:
+                findings.append(make_finding(change.code, log_label, change.message))
     except KdumpError as exc:
         findings.append(make_finding("unreadable-file", log_label, str(exc)))
         return SegmentResult(segment, None, tuple(findings))
@@ -287,26 +291,35 @@ def _index_findings(
     label = str(path)
     try:
         with open_buffer(path) as buf:
-            walk = fast_walk.compiled
-            arrays = batches.arrays if walk is not None else None
-            # The compiled check says yes only when the checks below would have nothing to say.
-            if (
-                walk is not None
-                and arrays is not None
-                and 0 <= base < 1 << 63
-                and walk.index_agrees(0 if kind == "index" else 1, buf, base, *arrays, valid_bytes)
-            ):
-                return []
-            from kdump.formats.offset_index import decode_offset_index
-            from kdump.formats.time_index import decode_time_index
-            from kdump.scan.index_checks import check_offset_index, check_time_index
-
-            table = batches.table
-            if kind == "index":
-                return list(
-                    check_offset_index(decode_offset_index(buf, base), table, valid_bytes, label, log_size)
-                )
-            damaged = log_size > valid_bytes
-            return list(check_time_index(decode_time_index(buf, base), table, label, damaged))
+            found = _index_checks(buf, base, batches, valid_bytes, kind, log_size, label)
+            change = file_change(buf)
+            if change is not None:
+                found.append(make_finding(change.code, label, change.message))
+            return found
     except KdumpError as exc:
         return [make_finding("unreadable-file", label, str(exc))]
+
+
+def _index_checks(
+    buf: memoryview, base: int, batches: _Batches, valid_bytes: int, kind: str, log_size: int, label: str
+) -> list[Finding]:
+    """The checks of one index file's bytes (see `_index_findings`)."""
+    walk = fast_walk.compiled
+    arrays = batches.arrays if walk is not None else None
+    # The compiled check says yes only when the checks below would have nothing to say.
+    if (
+        walk is not None
+        and arrays is not None
+        and 0 <= base < 1 << 63
+        and walk.index_agrees(0 if kind == "index" else 1, buf, base, *arrays, valid_bytes)
+    ):
+        return []
+    from kdump.formats.offset_index import decode_offset_index
+    from kdump.formats.time_index import decode_time_index
+    from kdump.scan.index_checks import check_offset_index, check_time_index
+
+    table = batches.table
+    if kind == "index":
+        return list(check_offset_index(decode_offset_index(buf, base), table, valid_bytes, label, log_size))
+    damaged = log_size > valid_bytes
+    return list(check_time_index(decode_time_index(buf, base), table, label, damaged))

@@ -29,7 +29,7 @@ from kdump.ops.tiered.partitions import LogStartCheckpoints, TieredContext, tier
 from kdump.scan.batch_checks import decode_batch_records
 from kdump.scan.events import Event, ScanSummary, Shown
 from kdump.scan.log_scanner import scan_log
-from kdump.scan.source import open_buffer
+from kdump.scan.source import file_change, open_buffer
 
 if TYPE_CHECKING:
     from kdump.ops.dump.payload_events import PayloadOptions
@@ -317,14 +317,18 @@ def dump_log(
         limit = None if options.max_bytes is None else max(options.max_bytes - start, 0)
         ready = fetch_ahead(fill, start, len(buf))
         events = _counting(
-            scan_log(
+            _watching(
+                scan_log(
+                    buf,
+                    file=name,
+                    base_offset=base_offset,
+                    deep=options.records,
+                    start=start,
+                    max_bytes=limit,
+                    ready=ready,
+                ),
                 buf,
-                file=name,
-                base_offset=base_offset,
-                deep=options.records,
-                start=start,
-                max_bytes=limit,
-                ready=ready,
+                name,
             ),
             found,
         )
@@ -367,6 +371,24 @@ def _with_shown(events: Iterable[Event], records_shown: bool) -> Iterator[Event]
         if lows_highs is not None:
             first = lows_highs[0] if first is None else min(first, lows_highs[0])
             last = lows_highs[1] if last is None else max(last, lows_highs[1])
+        yield ev
+
+
+def _watching(events: Iterator[Event], buf: object, name: str) -> Iterator[Event]:
+    """The scan's events, with a finding before the summary when the file changed under the scan
+    (a live broker cutting, replacing or appending to it), counted in the summary."""
+    for ev in events:
+        if isinstance(ev, ScanSummary):
+            change = file_change(buf)
+            if change is not None:
+                finding = make_finding(change.code, name, change.message)
+                yield finding
+                ev = replace(
+                    ev,
+                    findings_info=ev.findings_info + (finding.severity == Severity.INFO),
+                    findings_warning=ev.findings_warning + (finding.severity == Severity.WARNING),
+                    findings_error=ev.findings_error + (finding.severity == Severity.ERROR),
+                )
         yield ev
 
 

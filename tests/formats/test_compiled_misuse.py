@@ -1,0 +1,135 @@
+"""The compiled modules on the inputs that once were undefined behaviour (issue 31).
+
+Each test here is harmless-looking with an ordinary build; under .ci/sanitizers (AddressSanitizer and
+UndefinedBehaviorSanitizer, -fno-sanitize-recover=all) the old code aborted the process on it:
+
+* `columns_v2_many` / `decode_v2` with an empty, non-null key or value copied 0 bytes from/to a NULL
+  buffer (`put`, memcpy(NULL, ..., 0));
+* `build_indexes` with a base offset near -2**63 computed `last - base`, a signed overflow, before
+  checking it;
+* `index_agrees` with a kind other than 0 or 1 read the time index's prefix table, never built (NULL);
+* `headers` and `nonempty_validity` computed `n * 104` and `(n + 1) * 4` for any n (signed overflow);
+* int64 columns from a memoryview slice were read as misaligned int64_t;
+* `render_v2`'s sequence `base_seq + delta` overflowed for a base sequence near 2**63.
+"""
+
+from __future__ import annotations
+
+import array
+import importlib
+
+import pytest
+
+from kdump.formats import fast_records, fast_walk
+from kdump.formats.batch import BatchHeader, decode_v2_header
+from kdump.formats.records import NewRecord, Record, build_v2_batch
+
+walk = fast_walk.compiled
+records_c = fast_records.compiled
+needs_walk = pytest.mark.skipif(walk is None, reason="the compiled walk is not built here")
+needs_records = pytest.mark.skipif(records_c is None, reason="the compiled record path is not built here")
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _cols(*values: list[int]) -> list[array.array[int]]:
+    return [array.array("q", v) for v in values]
+
+
+@needs_records
+def test_empty_keys_and_values_as_columns_and_records() -> None:
+    batch = build_v2_batch(0, [NewRecord(b"", b"", 1000), NewRecord(None, b"", 1001, ((b"", b""),))])
+    h = decode_v2_header(batch, 0, len(batch))
+    payload = batch[61:]
+    got = fast_records.columns_v2_many([(payload, h)])
+    assert got is not None
+    done, cols = got
+    assert (done, cols.rows) == (1, 2)
+    decoded = fast_records.decode_v2(payload, h)
+    assert decoded is not None
+    assert [(r.key, r.value) for r in decoded[0]] == [(b"", b""), (None, b"")]
+    assert all(type(r) is Record for r in decoded[0])
+
+
+@needs_records
+def test_a_base_sequence_near_int64_max_renders_as_the_reference_wraps_it() -> None:
+    batch = build_v2_batch(0, [NewRecord(b"k", b"v", 1000)] * 3)
+    h = decode_v2_header(batch, 0, len(batch))
+    base_seq = INT64_MAX - 1
+    out = records_c.decode_v2(
+        batch[61:], Record, 0, h.last_offset, h.base_timestamp, h.max_timestamp, False, base_seq, 3, True
+    )
+    assert out is not None
+    assert [r.sequence for r in out[0]] == [(base_seq + d) % 2**31 for d in range(3)]
+
+
+@needs_walk
+@pytest.mark.parametrize("base", [INT64_MIN, INT64_MIN + 1, -(2**62), -1])
+def test_build_indexes_declines_a_base_offset_far_below_the_batches(base: int) -> None:
+    positions, lasts, maxts = _cols([0, 5000, 10000], [9, 19, INT64_MAX], [1, 2, 3])
+    assert walk.build_indexes(positions, lasts, maxts, 0, base) is None
+
+
+@needs_walk
+def test_build_indexes_still_builds_for_an_ordinary_base() -> None:
+    positions, lasts, maxts = _cols([0, 5000], [9, 19], [1, 2])
+    built = walk.build_indexes(positions, lasts, maxts, 0, 0)
+    assert built is not None
+    assert len(built[0]) == 8  # the first batch, at 0, is no more than 0 bytes past the start
+
+
+@needs_walk
+@pytest.mark.parametrize("kind", [2, -1, 7, 2**31 - 1])
+def test_index_agrees_refuses_an_unknown_kind(kind: int) -> None:
+    cols = _cols([0], [0], [0], [1])
+    with pytest.raises(ValueError, match="kind"):
+        walk.index_agrees(kind, bytes(24), 0, *cols, 100)
+
+
+@needs_walk
+def test_index_agrees_on_misaligned_columns() -> None:
+    cols = _cols([0, 100], [0, 10], [9, 19], [5, 6])
+    index = (
+        (0).to_bytes(4, "big") + (0).to_bytes(4, "big") + (10).to_bytes(4, "big") + (100).to_bytes(4, "big")
+    )
+    aligned = walk.index_agrees(0, index, 0, *cols, 200)
+    shifted = [memoryview(b"\0" + c.tobytes())[1:] for c in cols]
+    assert walk.index_agrees(0, index, 0, *shifted, 200) == aligned
+    assert aligned
+
+
+@needs_walk
+@pytest.mark.parametrize("n", [2**62, 2**63 - 1, (2**63 - 1) // 104 + 1])
+def test_headers_refuses_a_count_the_columns_do_not_hold(n: int) -> None:
+    with pytest.raises(ValueError, match="columns"):
+        walk.headers(bytes(104), n, BatchHeader)
+
+
+@needs_walk
+def test_headers_from_misaligned_columns() -> None:
+    columns = memoryview(b"\0" + bytes(104))[1:]
+    (h,) = walk.headers(columns, 1, BatchHeader)
+    assert h.position == 0
+
+
+@needs_records
+@pytest.mark.parametrize("n", [2**62, 2**63 - 1, 2**63 - 8])
+def test_nonempty_validity_refuses_a_count_the_offsets_do_not_hold(n: int) -> None:
+    with pytest.raises(ValueError, match="too few offsets"):
+        records_c.nonempty_validity(bytes(8), n)
+
+
+@needs_records
+def test_nonempty_validity_still_answers() -> None:
+    offsets = array.array("i", [0, 0, 2, 2]).tobytes()
+    assert records_c.nonempty_validity(offsets, 3) == (bytes([0b010]), 2)
+
+
+def test_the_avro_module_takes_an_empty_record() -> None:
+    from kdump.formats.payloads.avro import avro_json
+
+    if importlib.util.find_spec("kdump.formats._avrojson") is None:
+        pytest.skip("the compiled Avro path is not built here")
+    to_json = avro_json('{"type": "record", "name": "E", "fields": []}')
+    assert to_json is not None
+    assert to_json(b"") == b"{}"

@@ -1,0 +1,327 @@
+"""Fuzz targets of the compiled paths (kdump/formats/_fastrecords.c, _fastwalk.c, _avrojson.c), each
+holding the compiled answer to the reference's (the pure-Python path, or fastavro + orjson):
+
+* `compiled_records`: every checksum-valid v2 data batch of a log fragment through `decode_v2`,
+  `check_v2`, `render_v2` (JSON Lines and text, in each encoding) and `columns_v2_many`: the records,
+  findings and lines are the reference's byte for byte, or the compiled path declined (`None`).
+* `compiled_walk`: `scan_log` with and without the compiled walk (`walk_v2`, `headers`) gives the same
+  events in every mode.
+* `compiled_indexes`: `build_indexes` equals `build_segment_indexes` + the encoders (or declines where
+  those refuse), also for crafted base offsets near -2**63 and 2**63; `index_agrees` says True only
+  when the index checks in Python have nothing to say, for a fuzzed index of either kind; an unknown
+  kind is a ValueError.
+* `compiled_avro_json`: an Avro value of one of a few schemas (the first byte picks it) to JSON: the
+  compiled text is the reference's, or declined.
+
+Registered in `fuzz_targets.TARGETS` (so test_fuzz_short.py, run_long.py and the sanitizer step,
+.ci/sanitizers, drive them). Without the compiled modules they only run the reference (and pass).
+"""
+
+from __future__ import annotations
+
+import array
+import functools
+import io
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+from fuzz_targets import (  # type: ignore[import-not-found]
+    FuzzTarget,
+    _entries,
+    _fix_crcs,
+    _log_seeds,
+    _trim,
+    join_fields,
+    split_fields,
+)
+
+from kdump.errors import CodecError, DecodeError
+from kdump.findings import Finding
+from kdump.formats import fast_records, fast_walk
+from kdump.formats.batch import BatchHeader
+from kdump.formats.codecs import decompress
+from kdump.formats.offset_index import decode_offset_index, encode_offset_index
+from kdump.formats.time_index import decode_time_index, encode_time_index
+from kdump.ops.dump.files import FileStart
+from kdump.render import fast_lines
+from kdump.render.jsonl import write_jsonl
+from kdump.render.text import write_text
+from kdump.scan.events import ScanMode
+from kdump.scan.index_checks import BatchSpan, BatchTable, check_offset_index, check_time_index
+from kdump.scan.log_scanner import decode_batch_records, scan_log
+
+FILE = "logs/orders-0/00000000000000000000.log"
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _reference(fn: Any) -> Any:
+    """`fn()` with both compiled modules switched off (the reference path)."""
+    saved = fast_records.compiled, fast_walk.compiled
+    fast_records.compiled = fast_walk.compiled = None
+    try:
+        return fn()
+    finally:
+        fast_records.compiled, fast_walk.compiled = saved
+
+
+def _rendered(events: list[object], fmt: str, encoding: str) -> bytes:
+    out = io.StringIO()
+    writer = write_jsonl if fmt == "json" else write_text
+    writer([FileStart(FILE, "log", 0, None), *events], out, encoding=encoding)
+    return out.getvalue().split("\n", 1)[1].encode("utf-8")
+
+
+def _payload(data: bytes, h: BatchHeader) -> bytes | None:
+    body = data[h.position + 61 : h.position + h.size]
+    if not h.compression:
+        return body
+    try:
+        return decompress(h.compression, body, magic=2, max_size=1 << 20)
+    except (CodecError, DecodeError):
+        return None
+
+
+def fuzz_compiled_records(data: bytes) -> None:
+    """decode_v2, check_v2, render_v2 and columns_v2_many against the reference, batch by batch."""
+    data = _fix_crcs(data)
+    taken: list[tuple[bytes, BatchHeader, list[Any]]] = []
+    for h in _entries(data):
+        if not fast_records.eligible(h):
+            continue
+        ref = _reference(lambda h=h: decode_batch_records(data, h, FILE))
+        fast = decode_batch_records(data, h, FILE)
+        assert fast == ref, h
+        records, findings = ref
+        payload = _payload(data, h)
+        compiled = fast_records.compiled
+        if compiled is None or payload is None:
+            continue
+        decoded = fast_records.decode_v2(payload, h)
+        check = compiled.check_v2(
+            payload,
+            h.base_offset,
+            h.last_offset,
+            h.base_timestamp,
+            h.max_timestamp,
+            h.timestamp_type == 1,
+            h.count,
+            h.timestamp_type == 0,
+        )
+        assert check == (decoded is not None and decoded[1]), h
+        if decoded is not None and decoded[1]:
+            assert decoded[0] == records, h
+        for fmt in ("json", "text"):
+            for encoding in ("utf8", "hex", "base64"):
+                lines = fast_lines.render_batch(data, h, json.dumps(FILE), fmt, encoding)
+                if lines is not None:
+                    assert lines == _rendered([h, *findings, *records], fmt, encoding), (fmt, encoding)
+        if not any(isinstance(f, Finding) for f in findings):
+            taken.append((payload, h, records))
+    if fast_records.compiled is None or not taken:
+        return
+    got = fast_records.columns_v2_many([(p, h) for p, h, _ in taken])
+    if got is None:
+        return
+    done, cols = got
+    expected = [r for _, _, records in taken[:done] for r in records]
+    assert cols.rows == len(expected)
+    assert array.array("q", cols.offsets).tolist() == [r.offset for r in expected]
+    assert array.array("q", cols.timestamps).tolist() == [r.timestamp for r in expected]
+
+
+def fuzz_compiled_walk(data: bytes) -> None:
+    """scan_log with the compiled walk gives the reference's events, in every mode."""
+    for fixed in (data, _fix_crcs(data)):
+        for deep in (False, True):
+            for mode in (ScanMode.FORENSIC, ScanMode.RECOVERY):
+                base = 0 if deep else None
+
+                def run(
+                    fixed: bytes = fixed, deep: bool = deep, mode: ScanMode = mode, base: int | None = base
+                ) -> list[object]:
+                    return list(scan_log(fixed, deep=deep, mode=mode, base_offset=base))
+
+                assert run() == _reference(run), (deep, mode)
+
+
+def _spans(data: bytes) -> list[BatchHeader]:
+    return [h for h in _entries(_fix_crcs(data)) if h.magic == 2 and h.crc_ok]
+
+
+def _reference_indexes(hs: list[BatchHeader], interval: int, base: int) -> tuple[bytes, bytes] | None:
+    from kdump.ops.repair.reindex import build_segment_indexes
+
+    spans = [(h.position, 0, h.last_offset, h.max_timestamp) for h in hs]
+    offsets, times = build_segment_indexes(spans, interval)
+    try:
+        return encode_offset_index(offsets, base), encode_time_index(times, base)
+    except (ValueError, DecodeError, OverflowError, struct.error):
+        return None
+
+
+def fuzz_compiled_indexes(data: bytes) -> None:
+    """build_indexes equals the reference's rebuild; index_agrees never says True where the index
+    checks report something; an unknown kind is refused."""
+    log, index = (f or b"" for f in split_fields(data, 2))
+    hs = _spans(log)
+    walk = fast_walk.compiled
+    cols = [array.array("q", [getattr(h, k) for h in hs]) for k in ("position", "base_offset", "last_offset")]
+    cols.append(array.array("q", [h.max_timestamp for h in hs]))
+    positions, bases, lasts, maxts = cols
+    first = hs[0].base_offset if hs else 0
+    for interval in (0, 4096, len(index) * 7):
+        for base in (first, 0, INT64_MIN, INT64_MIN + 1, INT64_MAX, first - 2**31, -1):
+            ref = _reference_indexes(hs, interval, base)
+            if walk is None:
+                continue
+            built = walk.build_indexes(positions, lasts, maxts, interval, base)
+            assert built is None or built == ref, (interval, base)
+            if built is None and base >= 0 and ref is not None:
+                # Declines only where an entry does not fit (the encoders then refuse too).
+                raise AssertionError(f"build_indexes declined what encodes: {interval} {base}")
+    if walk is None:
+        return
+    table = BatchTable([BatchSpan(h.position, h.base_offset, h.last_offset, h.max_timestamp) for h in hs])
+    valid = hs[-1].position + hs[-1].size if hs else 0
+    for base in (first, 0, INT64_MIN, INT64_MAX - 5):
+        for kind in (0, 1):
+            agrees = walk.index_agrees(kind, index, base, positions, bases, lasts, maxts, valid)
+            if agrees and base >= 0:
+                if kind == 0:
+                    found = list(
+                        check_offset_index(decode_offset_index(index, base), table, valid, "x.index")
+                    )
+                else:
+                    found = list(check_time_index(decode_time_index(index, base), table, "x.timeindex"))
+                assert not found, (kind, base, found)
+        for kind in (2, -1):
+            try:
+                walk.index_agrees(kind, index, base, positions, bases, lasts, maxts, valid)
+            except ValueError:
+                pass
+            else:
+                raise AssertionError(f"index_agrees took kind {kind}")
+    # Columns that are not 8-aligned (a memoryview slice) read the same as aligned ones.
+    if hs:
+        shifted = [memoryview(b"\0" + c.tobytes())[1:] for c in cols]
+        assert walk.index_agrees(0, index, first, *shifted, valid) == walk.index_agrees(
+            0, index, first, positions, bases, lasts, maxts, valid
+        )
+        assert walk.build_indexes(shifted[0], shifted[2], shifted[3], 4096, first) == walk.build_indexes(
+            positions, lasts, maxts, 4096, first
+        )
+
+
+def _index_seeds(root: Path | None) -> list[bytes]:
+    out = []
+    for log in _log_seeds(root)[:30]:
+        hs = _spans(log)
+        if not hs:
+            continue
+        built = _reference_indexes(hs, 0, hs[0].base_offset)
+        if built is not None:
+            out.append(join_fields(log, built[0]))
+            out.append(join_fields(log, built[1]))
+    return _trim(out, 40)
+
+
+# --- Avro to JSON -------------------------------------------------------------------------------------
+
+_ADDRESS = {
+    "type": "record",
+    "name": "Address",
+    "namespace": "x.y",
+    "fields": [{"name": "zip", "type": "int"}],
+}
+AVRO_SCHEMAS: tuple[Any, ...] = (
+    {
+        "type": "record",
+        "name": "All",
+        "namespace": "x",
+        "fields": [
+            {"name": "n", "type": "null"},
+            {"name": "b", "type": "boolean"},
+            {"name": "i", "type": "int"},
+            {"name": "l", "type": "long"},
+            {"name": "f", "type": "float"},
+            {"name": "d", "type": "double"},
+            {"name": "s", "type": "string"},
+            {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B_b", "C9"]}},
+            {"name": "a", "type": {"type": "array", "items": ["null", "long", "string"]}},
+            {"name": "m", "type": {"type": "map", "values": {"type": "array", "items": "double"}}},
+            {"name": "home", "type": _ADDRESS},
+            {"name": "work", "type": ["null", "x.y.Address"]},
+        ],
+    },
+    {"type": "array", "items": {"type": "map", "values": ["null", "string", "boolean"]}},
+    "string",
+    ["null", "long", "double", {"type": "array", "items": "int"}],
+    {"type": "record", "name": "Empty", "fields": []},
+)
+_AVRO_VALUES: tuple[Any, ...] = (
+    {
+        "n": None,
+        "b": True,
+        "i": -7,
+        "l": 2**62,
+        "f": 1.5,
+        "d": -0.25,
+        "s": 'q"\\\n\u00e9\U0001f600',
+        "e": "C9",
+        "a": [None, -1, "x", ""],
+        "m": {"k": [1.0, 2.5], "": []},
+        "home": {"zip": 12345},
+        "work": {"zip": 1},
+    },
+    [{"a": None, "b": "c", "": True}, {}],
+    "",
+    [1, 2, 3],
+    {},
+)
+
+
+@functools.cache
+def _avro_functions(i: int) -> tuple[Any, Any]:
+    from kdump.formats.payloads.avro import avro_json, avro_reader
+
+    text = json.dumps(AVRO_SCHEMAS[i])
+    return avro_json(text), avro_reader(text)
+
+
+def fuzz_compiled_avro_json(data: bytes) -> None:
+    """An Avro value (schema picked by the first byte) to JSON: the reference's text, or declined."""
+    if not data:
+        return
+    from kdump.formats.payloads.values import JsonWriter
+
+    compiled, reader = _avro_functions(data[0] % len(AVRO_SCHEMAS))
+    value = data[1:]
+    out = compiled(value) if compiled is not None else None
+    if out is None:
+        return
+    try:
+        ref = JsonWriter().dumps(reader(value))
+    except DecodeError:
+        raise AssertionError("the compiled path decoded a value the reference refuses") from None
+    assert out == ref
+
+
+def _avro_seeds(_root: Path | None) -> list[bytes]:
+    import fastavro
+
+    out = []
+    for i, (schema, value) in enumerate(zip(AVRO_SCHEMAS, _AVRO_VALUES, strict=True)):
+        b = io.BytesIO()
+        fastavro.schemaless_writer(b, fastavro.parse_schema(schema), value)
+        out.append(bytes([i]) + b.getvalue())
+    return out
+
+
+COMPILED_TARGETS = [
+    FuzzTarget("compiled_records", fuzz_compiled_records, _log_seeds, 300),
+    FuzzTarget("compiled_walk", fuzz_compiled_walk, _log_seeds, 200),
+    FuzzTarget("compiled_indexes", fuzz_compiled_indexes, _index_seeds, 400),
+    FuzzTarget("compiled_avro_json", fuzz_compiled_avro_json, _avro_seeds, 1000),
+]
