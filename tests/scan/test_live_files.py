@@ -24,7 +24,7 @@ from kdump.findings import CATALOG
 from kdump.formats import fast_records, fast_walk
 from kdump.formats.batch import BatchHeader
 from kdump.model.segment import Segment
-from kdump.ops import segment_check
+from kdump.ops.checks import segment as segment_check
 from kdump.scan.events import ScanSummary
 from kdump.scan.log_scanner import scan_log
 from kdump.scan.source import _guard, file_change, open_buffer
@@ -223,7 +223,7 @@ def test_the_cli_reports_a_file_cut_between_batches(
     from click.testing import CliRunner
 
     from kdump.cli import cli
-    from kdump.ops import dump as dump_ops
+    from kdump.ops.dump import stream as dump_ops
 
     log = _segment(tmp_path)
     for module in (dump_ops, segment_check):
