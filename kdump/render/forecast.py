@@ -1,0 +1,74 @@
+"""`kdump forecast`'s output: a text an on-call reads in ten seconds, or JSON Lines with every fact."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterator
+from typing import Any
+
+from kdump.ops.forecast import Forecast, Verdict
+
+_HEADLINE = {
+    Verdict.CLEAN: "STARTS CLEAN",
+    Verdict.RECOVERS: "STARTS AFTER RECOVERY, nothing lost",
+    Verdict.LOSES: "STARTS, BUT LOSES OR DELETES DATA",
+    Verdict.NO_START: "DOES NOT START",
+}
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+def forecast_lines(fc: Forecast) -> Iterator[str]:
+    """The short text: verdict, work and time, what is lost, what to do first."""
+    node = "?" if fc.node_id is None else fc.node_id
+    yield f"broker {node} (Kafka {fc.kafka_version}): {_HEADLINE[fc.verdict]}"
+    for reason in fc.summary()["refuses_start"]:
+        yield f"  refuses: {reason}"
+    for d in fc.log_dirs:
+        for reason in d.offline:
+            yield f"  log dir {d.path} OFFLINE: {reason}"
+    rec = [p for p in fc.partitions if p.action == "recover"]
+    yield (
+        f"  start-up: {len(fc.partitions)} partitions, {len(rec)} recovered, {_size(fc.reread_bytes)} re-read, "
+        f"about {fc.estimated_seconds:.1f} s"
+    )
+    lost = [p for p in fc.partitions if p.loses]
+    for p in lost:
+        what = f"offsets {p.removed[0]}-{p.removed[1]}" if p.removed else "its data"
+        yield f"  loses: {p.dir} ({p.action}) {what}: {p.reason}"
+    for p in fc.partitions:
+        if p.action == "create-empty":
+            yield f"  created empty: {p.dir}: {p.reason}"
+        elif p.action == "offline":
+            yield f"  not loaded: {p.dir}: {p.reason}"
+    for note in fc.unknown:
+        yield f"  unknown: {note}"
+    first = [p for p in lost if p.action == "recover"]
+    if first:
+        yield "  first: keep what recovery would cut, before the broker starts:"
+        for p in first:
+            path = shlex.quote(str(p.log_dir.rstrip("/") + "/" + p.dir))
+            yield f"    kdump salvage --out salvaged {path}"
+    elif lost:
+        yield "  first: copy the directories named above before starting the broker"
+
+
+def forecast_records(fc: Forecast) -> Iterator[dict[str, Any]]:
+    """Every fact, one JSON object a line: the summary, each log dir, each partition."""
+    yield fc.summary()
+    for d in fc.log_dirs:
+        yield d.to_dict()
+    for p in fc.partitions:
+        yield p.to_dict()
+
+
+def forecast_json_lines(fc: Forecast) -> Iterator[str]:
+    for rec in forecast_records(fc):
+        yield json.dumps(rec, sort_keys=False)
