@@ -29,7 +29,9 @@ _EXIT = {
     help="A __cluster_metadata-0 directory (or a log dir holding one) to take the metadata from, "
     "instead of the one found in LOG_DIRS.",
 )
-@click.option("--node-id", type=int, default=None, metavar="N", help="The broker's node.id (default: meta.properties').")
+@click.option(
+    "--node-id", type=int, default=None, metavar="N", help="The broker's node.id (default: meta.properties')."
+)
 @click.option(
     "--kafka-version",
     default="4.4",
@@ -48,7 +50,12 @@ _EXIT = {
 )
 @click.option("--image", is_flag=True, help="Print the metadata image (JSON) instead of the forecast.")
 def forecast_command(
-    log_dirs: tuple[Path, ...], metadata: Path | None, node_id: int | None, kafka_version: str, fmt: str, image: bool
+    log_dirs: tuple[Path, ...],
+    metadata: Path | None,
+    node_id: int | None,
+    kafka_version: str,
+    fmt: str,
+    image: bool,
 ) -> None:
     """Forecast what a broker does at start with LOG_DIRS (all of one broker's log dirs).
 

@@ -89,7 +89,9 @@ def read_log_dir(path: Path) -> LogDirState:
         except (CorruptFieldError, DecodeError, OSError, UnicodeDecodeError) as exc:
             state.refuses.append(f"{META_PROPERTIES} cannot be read: {exc}")
     else:
-        state.notes.append(f"no {META_PROPERTIES}: the broker takes the log dir for empty and writes a new one")
+        state.notes.append(
+            f"no {META_PROPERTIES}: the broker takes the log dir for empty and writes a new one"
+        )
     state.clean_shutdown = (path / CLEAN_SHUTDOWN_FILE).exists()
     state.recovery_points = _read_offsets(path / RECOVERY_POINT_OFFSET_CHECKPOINT, state)
     state.log_starts = _read_offsets(path / LOG_START_OFFSET_CHECKPOINT, state)

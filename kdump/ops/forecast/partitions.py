@@ -56,7 +56,7 @@ class PartitionForecast:
 
     @property
     def loses(self) -> bool:
-        return self.removed is not None or self.action in ("stray", "pending-delete") and self.has_data
+        return self.removed is not None or (self.action in ("stray", "pending-delete") and self.has_data)
 
     has_data: bool = False
 
@@ -108,6 +108,16 @@ def _log_end(part: PartitionDir) -> int:
     return 0
 
 
+def _torn_next_offset(path: Path, position: int) -> int | None:
+    """The offset after a torn v2 batch, from its header (base offset + lastOffsetDelta + 1)."""
+    with path.open("rb") as f:
+        f.seek(position)
+        head = f.read(27)
+    if len(head) < 27 or head[16] != 2:
+        return None
+    return int.from_bytes(head[0:8], "big", signed=True) + int.from_bytes(head[23:27], "big", signed=True) + 1
+
+
 def topic_id_of(part: PartitionDir) -> str | None:
     path = part.partition_metadata
     if path is None:
@@ -133,14 +143,14 @@ def forecast_partition(
     part: PartitionDir, state: LogDirState, image: MetadataImage | None, node: int | None
 ) -> PartitionForecast:
     """What the broker does with `part` of log dir `state` at start."""
-    assert part.topic is not None and part.partition is not None
+    assert part.topic is not None
+    assert part.partition is not None
     status = part.path.name.rsplit("-", 1)[-1] if "." in part.path.name else ""
     fc = PartitionForecast(str(state.path), part.path.name, part.topic, part.partition, "load")
     fc.topic_id = topic_id_of(part)
     fc.has_data = part.log_bytes > 0
     fc.deleted_files = [str(p) for p in part.leftovers if not p.name.endswith(".swap")]
     key = (part.topic, part.partition)
-    log_bytes = sum(s.log.stat().st_size for s in part.segments if s.log is not None)
     # Recovery (LogLoader.recoverLog): segments from the one holding the recovery point on.
     if not state.clean_shutdown and part.segments:
         rp = state.recovery_points.get(key, 0)
@@ -156,8 +166,17 @@ def forecast_partition(
             fc.removed_bytes = plan.backed_up_bytes
             fc.old_log_end_offset = plan.old_log_end_offset
             fc.log_end_offset = plan.new_log_end_offset
-            if plan.removed_first_offset is not None and plan.old_log_end_offset is not None:
-                fc.removed = (plan.removed_first_offset, plan.old_log_end_offset - 1)
+            new_end = (
+                plan.new_log_end_offset
+                if plan.new_log_end_offset is not None
+                else (plan.segment.base_offset if plan.segment else 0)
+            )
+            old_end = plan.old_log_end_offset
+            if old_end is None and plan.segment is not None and plan.segment.log is not None:
+                old_end = _torn_next_offset(plan.segment.log, plan.cut_position)
+            # A torn batch's last offset may be unreadable: the loss then starts at the cut, end unknown.
+            fc.removed = (new_end, old_end - 1 if old_end is not None and old_end > new_end else new_end)
+            fc.log_end_offset = new_end
             fc.reason = f"recovery cuts the log at {plan.segment.log if plan.segment else ''}:{plan.cut_position}: {plan.reason}"
         else:
             fc.action = "recover"
@@ -199,8 +218,9 @@ def forecast_partition(
             fc.action, fc.served = "stray", False
             fc.reason = f"not assigned to node {node} (replicas {topic.partitions[part.partition].replicas}): renamed -stray"
     if not fc.served and fc.action in ("stray", "pending-delete") and fc.has_data:
-        fc.removed = (fc.log_start_offset, fc.log_end_offset - 1) if fc.log_end_offset > fc.log_start_offset else None
-    del log_bytes
+        fc.removed = (
+            (fc.log_start_offset, fc.log_end_offset - 1) if fc.log_end_offset > fc.log_start_offset else None
+        )
     return fc
 
 

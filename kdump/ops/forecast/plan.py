@@ -96,7 +96,11 @@ def _image_for(dirs: list[LogDirState], metadata: Path | None) -> MetadataImage 
 
 
 def forecast(
-    paths: Iterable[Path], *, metadata: Path | None = None, node_id: int | None = None, kafka_version: str = "4.4"
+    paths: Iterable[Path],
+    *,
+    metadata: Path | None = None,
+    node_id: int | None = None,
+    kafka_version: str = "4.4",
 ) -> Forecast:
     """Forecast the start of the broker whose log dirs are `paths` (all of them, JBOD included)."""
     dirs = [read_log_dir(p) for p in paths]
@@ -113,7 +117,9 @@ def forecast(
                 "missing and topic-id-mismatched partitions cannot be known without it (give --metadata)"
             )
     else:
-        fc.refuses.extend(f"{f.code} at offset {f.offset}: {f.message}" for f in image.findings if f.severity >= 30)
+        fc.refuses.extend(
+            f"{f.code} at offset {f.offset}: {f.message}" for f in image.findings if f.severity >= 30
+        )
     present: set[tuple[str, int]] = set()
     for d in dirs:
         if d.offline:

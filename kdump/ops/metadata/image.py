@@ -154,7 +154,9 @@ class MetadataImage:
                 for t in sorted(self.topics.values(), key=lambda t: t.name)
             ],
             "broker_configs": {
-                name: values for (kind, name), values in sorted(self.configs.items()) if kind == BROKER_RESOURCE
+                name: values
+                for (kind, name), values in sorted(self.configs.items())
+                if kind == BROKER_RESOURCE
             },
         }
 
@@ -201,13 +203,23 @@ class _Replayer:
         elif kind == "REMOVE_TOPIC_RECORD":
             topic = img.topics.pop(data["topicId"], None)
             if topic is None:
-                self.bad("metadata-record-invalid", file, offset, f"RemoveTopicRecord names unknown topic id {data['topicId']}")
+                self.bad(
+                    "metadata-record-invalid",
+                    file,
+                    offset,
+                    f"RemoveTopicRecord names unknown topic id {data['topicId']}",
+                )
                 return
             img.configs.pop((TOPIC_RESOURCE, topic.name), None)
         elif kind == "PARTITION_RECORD":
             topic = img.topics.get(data["topicId"])
             if topic is None:
-                self.bad("metadata-record-invalid", file, offset, f"PartitionRecord of unknown topic id {data['topicId']}")
+                self.bad(
+                    "metadata-record-invalid",
+                    file,
+                    offset,
+                    f"PartitionRecord of unknown topic id {data['topicId']}",
+                )
                 return
             state = PartitionState(
                 replicas=_ints(data.get("replicas")),
@@ -228,12 +240,17 @@ class _Replayer:
         elif kind == "PARTITION_CHANGE_RECORD":
             topic = img.topics.get(data["topicId"])
             pid = int(data["partitionId"])
-            state = None if topic is None else topic.partitions.get(pid)
-            if topic is None or state is None:
-                self.bad("metadata-record-invalid", file, offset, f"PartitionChangeRecord of unknown partition {data['topicId']}:{pid}")
+            current = None if topic is None else topic.partitions.get(pid)
+            if topic is None or current is None:
+                self.bad(
+                    "metadata-record-invalid",
+                    file,
+                    offset,
+                    f"PartitionChangeRecord of unknown partition {data['topicId']}:{pid}",
+                )
                 return
-            self.change(state, data, offset)
-            self.check_partition(state, topic.name, pid, file, offset)
+            self.change(current, data, offset)
+            self.check_partition(current, topic.name, pid, file, offset)
         elif kind == "CONFIG_RECORD":
             key = (int(data["resourceType"]), str(data["resourceName"]))
             values = img.configs.setdefault(key, {})
@@ -255,13 +272,20 @@ class _Replayer:
         elif kind in ("FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD"):
             broker = img.brokers.get(int(data["id"]))
             if broker is None:
-                self.bad("metadata-record-invalid", file, offset, f"{kind} of unregistered broker {data['id']}")
+                self.bad(
+                    "metadata-record-invalid", file, offset, f"{kind} of unregistered broker {data['id']}"
+                )
                 return
             broker.fenced = kind == "FENCE_BROKER_RECORD"
         elif kind == "BROKER_REGISTRATION_CHANGE_RECORD":
             broker = img.brokers.get(int(data["brokerId"]))
             if broker is None:
-                self.bad("metadata-record-invalid", file, offset, f"BrokerRegistrationChangeRecord of unregistered broker {data['brokerId']}")
+                self.bad(
+                    "metadata-record-invalid",
+                    file,
+                    offset,
+                    f"BrokerRegistrationChangeRecord of unregistered broker {data['brokerId']}",
+                )
                 return
             fenced = int(data.get("fenced", 0))
             if fenced:
@@ -309,11 +333,26 @@ class _Replayer:
     def check_partition(self, state: PartitionState, topic: str, pid: int, file: str, offset: int) -> None:
         where = f"{topic}-{pid}"
         if state.leader >= 0 and state.leader not in state.replicas:
-            self.bad("metadata-record-invalid", file, offset, f"{where}: leader {state.leader} is not a replica {state.replicas}")
+            self.bad(
+                "metadata-record-invalid",
+                file,
+                offset,
+                f"{where}: leader {state.leader} is not a replica {state.replicas}",
+            )
         elif not set(state.isr) <= set(state.replicas):
-            self.bad("metadata-record-invalid", file, offset, f"{where}: ISR {state.isr} holds a broker that is not a replica {state.replicas}")
+            self.bad(
+                "metadata-record-invalid",
+                file,
+                offset,
+                f"{where}: ISR {state.isr} holds a broker that is not a replica {state.replicas}",
+            )
         elif state.directories and len(state.directories) != len(state.replicas):
-            self.bad("metadata-record-invalid", file, offset, f"{where}: {len(state.directories)} directories for {len(state.replicas)} replicas")
+            self.bad(
+                "metadata-record-invalid",
+                file,
+                offset,
+                f"{where}: {len(state.directories)} directories for {len(state.replicas)} replicas",
+            )
 
 
 def _records(path: Path, start_offset: int = 0) -> Any:

@@ -44,7 +44,8 @@ def test_corpus_image_has_every_topic_broker_and_feature() -> None:
     assert set(image.brokers) == {1}
     assert image.brokers[1].log_dirs == ["SIlLW-8EEtch0LoRCz2tVw"]
     topic = image.topic_by_name("c-none")
-    assert topic is not None and topic.partitions[0].replicas == [1]
+    assert topic is not None
+    assert topic.partitions[0].replicas == [1]
     assert topic.partitions[0].directories == ["SIlLW-8EEtch0LoRCz2tVw"]
     assert image.to_dict()["topics"][0]["name"] == "__consumer_offsets"
 
@@ -59,7 +60,8 @@ def test_partition_of_unknown_topic_stops_the_loader(tmp_path: Path) -> None:
     image = load_image(_write(tmp_path / "__cluster_metadata-0", kept))
     codes = [(f.code, f.offset) for f in image.findings]
     code, offset = codes[0]  # the topic's first PartitionRecord, after its ConfigRecords
-    assert code == "metadata-record-invalid" and offset is not None
+    assert code == "metadata-record-invalid"
+    assert offset is not None
     assert kinds[offset + 1] == "PARTITION_RECORD"
     assert image.stopped_at == offset
 
