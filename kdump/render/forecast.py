@@ -55,7 +55,7 @@ def forecast_lines(fc: Forecast) -> Iterator[str]:
         yield "  first: keep what recovery would cut, before the broker starts:"
         for p in first:
             path = shlex.quote(str(p.log_dir.rstrip("/") + "/" + p.dir))
-            yield f"    kdump salvage --out salvaged {path}"
+            yield f"    kdump salvage --out {shlex.quote('salvaged/' + p.dir)} {path}"
     elif lost:
         yield "  first: copy the directories named above before starting the broker"
 

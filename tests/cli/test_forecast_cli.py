@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from corpus import require_full_corpus
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.formats.filenames import CLEAN_SHUTDOWN_FILE
-from tests.corpus import require_full_corpus
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def test_exit_codes_follow_the_verdict(log_dir: Path) -> None:
     os.truncate(seg, seg.stat().st_size - 10)
     res = _kdump("forecast", str(log_dir))
     assert res.returncode == ExitCode.FORECAST_LOSES, res.stdout
-    assert "kdump salvage --out salvaged" in res.stdout
+    assert "kdump salvage --out salvaged/c-none-0" in res.stdout
     (log_dir / "meta.properties").write_text("version=1\nnode.id=1\n")
     other = log_dir.parent / "data2"
     other.mkdir()

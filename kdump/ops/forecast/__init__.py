@@ -1,4 +1,5 @@
 """What a broker will do at start with its log dirs, forecast from the files alone."""
+
 from __future__ import annotations
 
 from kdump.ops.forecast.partitions import PartitionForecast

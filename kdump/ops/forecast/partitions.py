@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kdump.errors import CorruptFieldError, DecodeError
+from kdump.formats.batch import BatchHeader
 from kdump.formats.checkpoints import decode_leader_epoch_checkpoint, decode_partition_metadata
 from kdump.model.partition import PartitionDir
 from kdump.ops.forecast.logdirs import LogDirState
@@ -108,6 +109,18 @@ def _log_end(part: PartitionDir) -> int:
     return 0
 
 
+def _forensic_end(part: PartitionDir) -> int:
+    """The offset after the last batch a forensic scan finds (past any damage) in the newest segment
+    that holds one."""
+    for seg in reversed(part.segments):
+        if seg.log is None:
+            continue
+        last = max((ev.last_offset for ev in seg.scan() if isinstance(ev, BatchHeader)), default=None)
+        if last is not None:
+            return last + 1
+    return 0
+
+
 def _torn_next_offset(path: Path, position: int) -> int | None:
     """The offset after a torn v2 batch, from its header (base offset + lastOffsetDelta + 1)."""
     with path.open("rb") as f:
@@ -171,9 +184,13 @@ def forecast_partition(
                 if plan.new_log_end_offset is not None
                 else (plan.segment.base_offset if plan.segment else 0)
             )
-            old_end = plan.old_log_end_offset
-            if old_end is None and plan.segment is not None and plan.segment.log is not None:
-                old_end = _torn_next_offset(plan.segment.log, plan.cut_position)
+            # What was there before: the last offset any readable batch of the tail holds (a forensic
+            # scan reads past the damage), or the torn batch's own header.
+            ends = [plan.old_log_end_offset or 0, _forensic_end(part)]
+            if plan.segment is not None and plan.segment.log is not None:
+                ends.append(_torn_next_offset(plan.segment.log, plan.cut_position) or 0)
+            old_end = max(ends)
+            fc.old_log_end_offset = old_end
             # A torn batch's last offset may be unreadable: the loss then starts at the cut, end unknown.
             fc.removed = (new_end, old_end - 1 if old_end is not None and old_end > new_end else new_end)
             fc.log_end_offset = new_end

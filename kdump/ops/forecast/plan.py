@@ -111,6 +111,11 @@ def forecast(
     if image is None:
         if any(d.kraft for d in dirs):
             fc.unknown.append("no __cluster_metadata found or given: stray and topic-id checks were not made")
+        elif not any(d.meta for d in dirs):
+            fc.unknown.append(
+                "no meta.properties and no __cluster_metadata: the node, the assignment and the topic ids are "
+                "unknown; stray, missing and topic-id-mismatched partitions were not checked (give --metadata)"
+            )
         else:
             fc.unknown.append(
                 "ZooKeeper-era log dirs: the assignment, topic ids and leader epochs live in ZooKeeper; stray, "

@@ -7,11 +7,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from corpus import require_full_corpus
 
 from kdump.formats.checkpoints import encode_meta_properties, encode_partition_metadata
 from kdump.formats.filenames import CLEAN_SHUTDOWN_FILE
 from kdump.ops.forecast import Verdict, forecast
-from tests.corpus import require_full_corpus
 
 PARTS = ("__cluster_metadata-0", "c-none-0", "empty-0", "txn-0")
 DIR_ID = "SIlLW-8EEtch0LoRCz2tVw"

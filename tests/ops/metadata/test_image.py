@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from corpus import require_full_corpus
+
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import NewRecord, Record, build_v2_batch
 from kdump.ops.metadata import load_image
 from kdump.scan import open_buffer, scan_log
-from tests.corpus import require_full_corpus
 
 COVERED_CODES = {"metadata-record-invalid", "metadata-log-gap", "metadata-transaction-open"}
 BEGIN_TRANSACTION = b"\x01\x17\x00\x00"  # frame 1, BeginTransactionRecord v0, no tagged fields
