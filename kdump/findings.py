@@ -510,6 +510,18 @@ _KINDS = [
         None,
     ),
     FindingKind(
+        "topic-id-unknown",
+        Consequence.SERVES_WRONG,
+        "partition",
+        "A partition directory whose partition.metadata names a topic id (or a partition) that the "
+        "`__cluster_metadata` log in the same log dir does not hold: often a topic deleted and re-created "
+        "under the same name while the broker was down.",
+        "A KRaft broker sets the log aside as a stray replica (renamed `<topic>-<p>.<uuid>-stray`, kept, "
+        "never served); when the metadata assigns the partition here under its new id it creates it "
+        "empty, so consumers see none of the directory's records.",
+        None,
+    ),
+    FindingKind(
         "topic-id-mismatch",
         Consequence.REFUSES,
         "partition",

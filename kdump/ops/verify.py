@@ -389,6 +389,9 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
     f.extend(partition_listing_findings(part.path))
     if part.partition_metadata is not None:
         f.extend(check_text_state(part.partition_metadata, "partition-metadata"))
+        from kdump.ops.metadata.stray import topic_id_findings
+
+        f.extend(topic_id_findings(part))
     report.findings = salvage_first(f, results)
     return report
 

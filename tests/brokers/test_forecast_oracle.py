@@ -150,6 +150,9 @@ def test_topic_id_mismatch_and_unknown_topic_are_set_aside(planted: Run) -> None
     assert (f"{GHOST}-0", "stray") in actions
     # What the broker did with those directories: renamed aside (`-stray`) or deleted, never served.
     assert f"{GHOST}-0" not in planted.dirs_after
+    # 4.4 renames a stray log `<topic>-<p>.<uuid>-stray` and keeps it, as the forecast says.
+    for name in (GHOST, MISMATCH):
+        assert any(d.startswith(f"{name}-0.") and d.endswith("-stray") for d in planted.dirs_after), name
     assert planted.served[MISMATCH] == (0, 0)
 
 
@@ -157,3 +160,42 @@ def test_missing_partition_created_empty(planted: Run) -> None:
     assert (MISSING, 0) in planted.forecast.bounds()
     assert planted.served[MISSING] == (0, 0)
     assert f"{MISSING}-0" in planted.dirs_after
+
+
+def _start_jbod(origin: Origin, log_dirs: list[Path]) -> tuple[bool, str]:
+    """Start the node on several log dirs (JBOD); whether it started, and its log's tail if not."""
+    from brokers.cluster import KafkaCluster, Node
+    from brokers.recovery import BROKER_CONFIG
+
+    home = log_dirs[0].parent
+    config = {**BROKER_CONFIG, "log.dirs": ",".join(str(p) for p in log_dirs)}
+    cluster = KafkaCluster(origin.release, home.parent, config=config, cluster_id=origin.cluster_id)
+    node = origin.node
+    cluster.nodes = [
+        Node(
+            node_id=node.node_id,
+            home=home,
+            broker_port=node.broker_port,
+            controller_port=node.controller_port,
+            directory_id=node.directory_id,
+        )
+    ]
+    try:
+        with cluster:
+            cluster.start()
+            cluster.stop()
+    except BrokerFailed as exc:
+        return False, str(exc)
+    return True, ""
+
+
+def test_jbod_log_dir_carrying_another_dirs_directory_id(origin: Origin, tmp_path: Path) -> None:
+    log_dir = _copy(origin, origin.clean, tmp_path)
+    second = log_dir.parent / "data2"
+    second.mkdir()
+    shutil.copy(log_dir / "meta.properties", second / "meta.properties")  # a cloned disk: same directory.id
+    fc = forecast([log_dir, second])
+    assert fc.verdict == Verdict.NO_START
+    started, why = _start_jbod(origin, [log_dir, second])
+    assert not started
+    assert "directory" in why.lower() or "Duplicate" in why, why
