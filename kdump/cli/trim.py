@@ -9,10 +9,13 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import discover_all, format_option, resolve_format, say_problems
+from kdump.cli.output import diag, discover_all, format_option, resolve_format, say_problems
 from kdump.cli.repair import LocalPath, check_backup_dir, interval_options, repair_options, write_rows
+from kdump.ops.consumers import CommitTable, read_commits
+from kdump.ops.consumers.repairs import cut_impact
 from kdump.ops.topic_config import IntervalResolver
 from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
+from kdump.render.consumers import commit_problems, impact_lines, impact_rows
 
 
 @click.command("trim-tail")
@@ -29,6 +32,15 @@ from kdump.ops.trim import TrimPlan, apply_trim_tail, plan_trim_tail
     "end) into the backup dir, as the broker's recovery deletes them; --keep-later-segments leaves them, "
     "and the log then has an offset hole that no broker produces.",
 )
+@click.option(
+    "--commits",
+    "commits_paths",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    metavar="PATH",
+    help="Where the groups' committed offsets are: a log dir or __consumer_offsets-N directory (repeatable; "
+    "default: the partition's own log dir). The plan then says which groups the cut hurts.",
+)
 @interval_options
 @format_option
 def trim_command(
@@ -40,6 +52,7 @@ def trim_command(
     index_interval_bytes: int | None,
     metadata_log: Path | None,
     fmt: str | None,
+    commits_paths: tuple[str, ...] = (),
 ) -> None:
     """Cut a torn or corrupt segment tail exactly where the broker's recovery would.
 
@@ -49,7 +62,8 @@ def trim_command(
     go, the later segments and files moved out, the bytes backed up, the new log end offset, and how
     many valid batches lie past the cut (get them back with `kdump salvage --out DIR PATH` first).
     --apply keeps every removed byte in the backup dir, truncates, fsyncs and rebuilds the segment's
-    indexes; `kdump restore` undoes it.
+    indexes; `kdump restore` undoes it. The plan also says which consumer groups' commits the cut puts
+    out of range or invalidates, and where they resume (committed offsets from --commits or the log dir).
 
     \b
     Exit codes: 0 nothing to do or done, 1 changes would be made (dry run), 2 usage,
@@ -74,12 +88,20 @@ def trim_command(
     failed = say_problems(problems) or failed
     rows = []
     pending = [p for p in plans if p.needed]
+    tables: dict[tuple[str, ...], CommitTable] = {}
     for plan in plans:
         row = plan.to_row()
         row["applied"] = False
         rows.append(row)
+        commits = _commits_for(plan, commits_paths, tables)
+        impacts = cut_impact(plan.root, plan.log_dir, plan.new_log_end_offset, commits) if plan.needed else []
+        row["consumer_groups"] = impact_rows(impacts, str(plan.root))
+        row["consumer_groups_read_from"] = [str(p) for p in commits.sources]
         if fmt != "json":
             click.echo(_describe(plan))
+            lines = impact_lines(impacts, commits, asked=bool(commits_paths)) if plan.needed else []
+            if lines:
+                click.echo("\n".join(lines))
     if apply:
         intervals = IntervalResolver(index_interval_bytes, metadata_log)
         for plan, row in zip(plans, rows, strict=True):
@@ -145,6 +167,18 @@ def _describe(p: TrimPlan) -> str:
             f"\n  valid data lies past the cut: first run  kdump salvage --out DIR {shlex.quote(str(p.root))}"
         )
     return text
+
+
+def _commits_for(
+    plan: TrimPlan, given: tuple[str, ...], tables: dict[tuple[str, ...], CommitTable]
+) -> CommitTable:
+    """The commits of --commits, or of the plan's own log dir; read once per set of paths."""
+    paths = given or ((str(plan.log_dir),) if plan.log_dir is not None else ())
+    if paths not in tables:
+        tables[paths] = read_commits(paths) if paths else CommitTable()
+        for line in commit_problems(tables[paths]):
+            diag(line)
+    return tables[paths]
 
 
 def _sub(backup_dir: Path | None, plan: TrimPlan) -> Path | None:

@@ -534,7 +534,8 @@ def test_schema_documents_exactly_the_trim_plan_fields() -> None:
         False,
         None,
     )
-    produced = set(plan.to_row()) | {"applied", "backup_dir"}  # the command adds these two
+    # The command adds these: whether it applied, where the backup went, and the consumer groups' impact.
+    produced = set(plan.to_row()) | {"applied", "backup_dir", "consumer_groups", "consumer_groups_read_from"}
     assert produced == fields_of("trim-plan")
 
 
