@@ -10,6 +10,7 @@ import click
 from kdump.cli.exit_codes import ExitCode
 from kdump.errors import KdumpError, PathError
 from kdump.ops.forecast import Verdict, forecast
+from kdump.render.consumers import impact_lines
 from kdump.render.forecast import forecast_json_lines, forecast_lines
 
 _EXIT = {
@@ -48,6 +49,15 @@ _EXIT = {
     show_default=True,
     help="text: the short verdict; json: JSON Lines with every fact.",
 )
+@click.option(
+    "--commits",
+    "commits_paths",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    metavar="PATH",
+    help="Where the groups' committed offsets are: a log dir or __consumer_offsets-N directory (repeatable; "
+    "default: LOG_DIRS). The forecast then says which groups the start-up hurts.",
+)
 @click.option("--image", is_flag=True, help="Print the metadata image (JSON) instead of the forecast.")
 def forecast_command(
     log_dirs: tuple[Path, ...],
@@ -55,6 +65,7 @@ def forecast_command(
     node_id: int | None,
     kafka_version: str,
     fmt: str,
+    commits_paths: tuple[str, ...],
     image: bool,
 ) -> None:
     """Forecast what a broker does at start with LOG_DIRS (all of one broker's log dirs).
@@ -71,7 +82,15 @@ def forecast_command(
             raise KdumpError("no __cluster_metadata-0 in the log dirs given (use --metadata PATH)")
         click.echo(json.dumps(fc.image.to_dict()))
         raise SystemExit(ExitCode.OK)
-    lines = forecast_json_lines(fc) if fmt == "json" else forecast_lines(fc)
+    from kdump.ops.consumers import read_commits
+    from kdump.ops.forecast.consumers import groups_hurt
+
+    commits = read_commits(commits_paths or [str(p) for p in log_dirs])
+    impacts = groups_hurt(fc, commits)
+    if fmt == "json":
+        lines = forecast_json_lines(fc, impacts)
+    else:
+        lines = forecast_lines(fc, impact_lines(impacts, commits, asked=bool(commits_paths)))
     for line in lines:
         click.echo(line)
     raise SystemExit(_EXIT[fc.verdict])

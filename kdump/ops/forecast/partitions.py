@@ -57,7 +57,13 @@ class PartitionForecast:
 
     @property
     def loses(self) -> bool:
+        """The start-up removes or sets aside records of this partition (a partition created empty
+        loses only when this broker was its only replica: no other holds its records)."""
+        if self.action == "create-empty":
+            return self.only_replica
         return self.removed is not None or (self.action in ("stray", "pending-delete") and self.has_data)
+
+    only_replica: bool = False
 
     has_data: bool = False
 
@@ -77,6 +83,7 @@ class PartitionForecast:
             "old_log_end_offset": self.old_log_end_offset,
             "removed": list(self.removed) if self.removed else None,
             "removed_bytes": self.removed_bytes,
+            "only_replica": self.only_replica,
             "reread_segments": self.reread_segments,
             "reread_bytes": self.reread_bytes,
             "rebuilt_indexes": self.rebuilt_indexes,

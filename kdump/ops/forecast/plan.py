@@ -158,6 +158,11 @@ def _missing(
             if target is None:
                 continue
             pf = created_empty(str(target.path), topic.name, pid, topic.topic_id)
+            # A log set aside (stray) under the same name: its offsets are gone for the partition's readers.
+            aside = [p for p in fc.partitions if (p.topic, p.partition) == (topic.name, pid) and p.removed]
+            if aside:
+                pf.removed = aside[0].removed
             if state.replicas == [node]:
+                pf.only_replica = True
                 pf.reason += "; this broker is the only replica: whatever the partition held is gone"
             fc.partitions.append(pf)
