@@ -94,4 +94,5 @@ def test_groups_hurt_by_a_recovery_cut(tmp_path: Path) -> None:
         json.loads(line) for line in _kdump("forecast", "--format", "json", str(log_dir)).stdout.splitlines()
     ]
     hurt = [r for r in rows if r.get("group") == "kdump-cg2" and r.get("topic") == "c-gzip"]
-    assert hurt and hurt[0]["out_of_range"] == "past-log-end"
+    assert hurt
+    assert hurt[0]["out_of_range"] == "past-log-end"
