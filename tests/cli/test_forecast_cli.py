@@ -89,7 +89,8 @@ def test_groups_hurt_by_a_recovery_cut(tmp_path: Path) -> None:
     os.truncate(seg, seg.stat().st_size - 10)
     res = _kdump("forecast", str(log_dir))
     assert res.returncode == ExitCode.FORECAST_LOSES, res.stdout
-    assert "group kdump-cg2 (" in res.stdout and "past log end" in res.stdout, res.stdout
+    assert "group kdump-cg2 (" in res.stdout, res.stdout
+    assert "past log end" in res.stdout, res.stdout
     rows = [
         json.loads(line) for line in _kdump("forecast", "--format", "json", str(log_dir)).stdout.splitlines()
     ]
