@@ -40,7 +40,8 @@ def _capped(lines: Iterable[str]) -> Iterator[str]:
 def forecast_lines(fc: Forecast, groups: Sequence[str] = ()) -> Iterator[str]:
     """The short text: verdict, work and time, what is lost, what to do first."""
     node = "?" if fc.node_id is None else fc.node_id
-    yield f"broker {node} (Kafka {fc.kafka_version}): {_HEADLINE[fc.verdict]}"
+    written = f", metadata written by Kafka {fc.written_by}+" if fc.written_by else ""
+    yield f"broker {node} (Kafka {fc.kafka_version}{written}): {_HEADLINE[fc.verdict]}"
     for reason in fc.summary()["refuses_start"]:
         yield f"  refuses: {reason}"
     for d in fc.log_dirs:

@@ -19,6 +19,7 @@ from kdump.model.log_dir import LogDir
 from kdump.ops.forecast.logdirs import LogDirState, check_ensemble, node_of, read_log_dir
 from kdump.ops.forecast.partitions import PartitionForecast, created_empty, forecast_partition
 from kdump.ops.metadata import METADATA_DIR, MetadataImage, load_image
+from kdump.ops.metadata.versions import METADATA_VERSIONS, newest_level, release_of
 
 REREAD_BYTES_PER_SECOND = 200 * 1024 * 1024
 SECONDS_PER_PARTITION = 0.002
@@ -53,6 +54,13 @@ class Forecast:
         return Verdict.CLEAN
 
     @property
+    def written_by(self) -> str | None:
+        """The release the metadata's metadata.version came with: the files were written by it or a
+        later one."""
+        level = None if self.image is None else self.image.metadata_version
+        return None if level is None else release_of(level)
+
+    @property
     def reread_bytes(self) -> int:
         return sum(p.reread_bytes for p in self.partitions)
 
@@ -79,6 +87,8 @@ class Forecast:
             "estimated_startup_seconds": round(self.estimated_seconds, 3),
             "lost_partitions": sum(1 for p in self.partitions if p.loses),
             "metadata": None if self.image is None else self.image.source,
+            "metadata_version": None if self.image is None else self.image.metadata_version,
+            "metadata_version_release": self.written_by,
             "unknown": self.unknown,
         }
 
@@ -125,6 +135,12 @@ def forecast(
         fc.refuses.extend(
             f"{f.code} at offset {f.offset}: {f.message}" for f in image.findings if f.severity >= 30
         )
+        level, newest = image.metadata_version, newest_level(kafka_version)
+        if level is not None and newest is not None and level > newest:
+            fc.refuses.append(
+                f"metadata.version {level} ({METADATA_VERSIONS.get(level, '?')}) is newer than Kafka "
+                f"{kafka_version} supports ({newest}): the broker cannot register"
+            )
     present: set[tuple[str, int]] = set()
     for d in dirs:
         if d.offline:

@@ -119,3 +119,10 @@ def test_zookeeper_era_says_what_it_cannot_know(log_dir: Path) -> None:
     assert fc.image is None
     assert "ZooKeeper" in fc.unknown[0]
     assert fc.verdict == Verdict.RECOVERS
+
+
+def test_metadata_version_newer_than_the_release_does_not_start(log_dir: Path) -> None:
+    fc = forecast([log_dir], kafka_version="3.7")  # the corpus' metadata.version is 20 (3.8-IV0)
+    assert fc.written_by == "3.8"
+    assert fc.verdict == Verdict.NO_START
+    assert forecast([log_dir], kafka_version="3.9.1").verdict == Verdict.RECOVERS
