@@ -213,3 +213,15 @@ def test_damage_below_the_recovery_point_of_a_clean_stop(origin: Origin, tmp_pat
     assert run.forecast.verdict == Verdict.CLEAN
     assert run.forecast.reread_bytes == 0
     _assert_bounds_match(run)
+
+
+def test_partition_metadata_missing_is_stray(origin: Origin, tmp_path: Path) -> None:
+    log_dir = _copy(origin, origin.clean, tmp_path)
+    (log_dir / f"{CONTROL}-0" / "partition.metadata").unlink()
+    run = _run(origin, log_dir)
+    actions = {p.action for p in run.forecast.partitions if p.dir == f"{CONTROL}-0"}
+    assert actions == {"stray", "create-empty"}
+    assert run.forecast.verdict == Verdict.LOSES
+    # 4.4 renames the log without a topic id -stray and creates the partition empty.
+    _assert_bounds_match(run)
+    assert any(d.startswith(f"{CONTROL}-0.") and d.endswith("-stray") for d in run.dirs_after)

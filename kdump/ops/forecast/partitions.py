@@ -229,8 +229,9 @@ def forecast_partition(
         named = image.topic_by_name(part.topic)
         fc.image_topic_id = named.topic_id if named else None
         if fc.topic_id is None:
-            fc.action, fc.served = "offline", False
-            fc.reason = "no readable partition.metadata: a KRaft broker needs the topic id of every log"
+            # Without a topic id the log matches no topic of the image: 4.4 sets it aside (oracle).
+            fc.action, fc.served = "stray", False
+            fc.reason = "no readable partition.metadata, so no topic id: renamed -stray, not served"
         elif topic is None or part.partition not in topic.partitions:
             fc.action, fc.served = "stray", False
             fc.reason = (
