@@ -161,13 +161,17 @@ def forecast(
 def _missing(
     fc: Forecast, image: MetadataImage, node: int, dirs: list[LogDirState], present: set[tuple[str, int]]
 ) -> None:
-    by_dir_id = {d.meta.get("directory.id"): d for d in dirs if d.meta}
     online = [d for d in dirs if not d.offline]
+    # A partition assigned to an offline log dir is not created elsewhere: it is offline with its dir.
+    offline_ids = {d.meta.get("directory.id") for d in dirs if d.meta and d.offline}
+    by_dir_id = {d.meta.get("directory.id"): d for d in online if d.meta}
     for topic in image.topics.values():
         for pid, state in topic.partitions.items():
             if node not in state.replicas or (topic.name, pid) in present:
                 continue
             did = state.directory_of(node)
+            if did in offline_ids:
+                continue
             target = by_dir_id.get(did) if did not in UNASSIGNED_DIRECTORIES else None
             if target is None and online:
                 target = online[0]

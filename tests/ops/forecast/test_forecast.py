@@ -109,6 +109,8 @@ def test_corrupt_checkpoint_takes_the_metadata_log_dir_and_the_broker_down(log_d
     fc = forecast([log_dir])
     assert fc.verdict == Verdict.NO_START
     assert fc.log_dirs[0].offline
+    _name_the_node(log_dir)
+    assert not [p for p in forecast([log_dir]).partitions if p.action == "create-empty"]
 
 
 def test_zookeeper_era_says_what_it_cannot_know(log_dir: Path) -> None:
