@@ -205,6 +205,16 @@ NO_REPAIR = {
     "remote-metadata-missing": _REMOTE,
     "archive-damaged": "the archive holding the copy is damaged, not the log: fetch the copy again",
     "archive-member-truncated": "the archive holding the copy is damaged, not the log: fetch the copy again",
+    "metadata-record-invalid": "the metadata log is the controller quorum's: the broker fetches it again, "
+    "no file repair rewrites it",
+    "metadata-log-gap": "the metadata log is the controller quorum's: the broker fetches a snapshot, no file "
+    "repair invents the missing records",
+    "topic-id-unknown": "which topic the data belongs to is the metadata's: the broker sets it aside as a "
+    "stray, and keeping or deleting it is a person's call",
+    "file-shrank-while-read": "nothing is known to be damaged: the file changed while it was read (run it "
+    "again on a stopped broker's data or a copy)",
+    "file-replaced-while-read": "nothing is known to be damaged: the file changed while it was read (run it "
+    "again on a stopped broker's data or a copy)",
 }
 
 

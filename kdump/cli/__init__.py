@@ -26,6 +26,7 @@ COMMANDS = {
     "salvage": ("kdump.cli.salvage", "salvage_command"),
     "compare": ("kdump.cli.compare", "compare_command"),
     "schemas": ("kdump.cli.schemas", "schemas_command"),
+    "forecast": ("kdump.cli.forecast", "forecast_command"),
     "man": ("kdump.cli.man", "man_command"),
 }
 

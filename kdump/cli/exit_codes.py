@@ -16,6 +16,9 @@ class ExitCode(IntEnum):
     CANNOT_REPAIR = (
         5  # a repair refused before touching anything: no room, read-only or unwritable, not a partition
     )
+    FORECAST_RECOVERS = 10  # forecast: the broker starts after recovery, nothing lost
+    FORECAST_LOSES = 11  # forecast: the broker starts but loses or deletes data
+    FORECAST_NO_START = 12  # forecast: the broker does not start
     INTERNAL = 70  # a bug in kdump (EX_SOFTWARE); KDUMP_DEBUG=1 shows the traceback
     INTERRUPTED = 130  # Ctrl-C (SIGINT), as a shell reports it: 128 + 2
     OUTPUT_CLOSED = 141  # a verdict was cut short by a closed output pipe: 128 + SIGPIPE (13)

@@ -80,6 +80,51 @@ PARTITION_KINDS = [
         None,
     ),
     FindingKind(
+        "metadata-record-invalid",
+        Consequence.REFUSES,
+        "partition",
+        "A `__cluster_metadata` record that breaks what the controller guarantees (found by "
+        "`kdump forecast`): a partition of an unknown topic, a change to an unknown partition or broker, "
+        "a leader that is not a replica, an ISR member that is not a replica, or a record that does not "
+        "decode.",
+        "The broker's metadata loader fails on the record and stops applying the log: the broker does "
+        "not catch up with the cluster's metadata and is not unfenced.",
+        None,
+    ),
+    FindingKind(
+        "metadata-log-gap",
+        Consequence.REFUSES,
+        "partition",
+        "The `__cluster_metadata` log starts past the end offset of its newest snapshot (or there is no "
+        "snapshot and it does not start at 0): the records between are in neither (found by "
+        "`kdump forecast`).",
+        "The broker cannot rebuild the metadata image from its own log dir; it must fetch a snapshot "
+        "from the controller quorum before it can serve.",
+        None,
+    ),
+    FindingKind(
+        "metadata-transaction-open",
+        Consequence.LEGAL,
+        "partition",
+        "The `__cluster_metadata` log ends inside a metadata transaction (a BeginTransactionRecord "
+        "without its end), as a controller stopped mid-transaction leaves it (found by `kdump forecast`).",
+        "The broker does not apply the transaction's records until its end arrives; a new controller "
+        "aborts it.",
+        None,
+    ),
+    FindingKind(
+        "topic-id-unknown",
+        Consequence.SERVES_WRONG,
+        "partition",
+        "A partition directory whose partition.metadata names a topic id (or a partition) that the "
+        "`__cluster_metadata` log in the same log dir does not hold: often a topic deleted and re-created "
+        "under the same name while the broker was down.",
+        "A KRaft broker sets the log aside as a stray replica (renamed `<topic>-<p>.<uuid>-stray`, kept, "
+        "never served); when the metadata assigns the partition here under its new id it creates it "
+        "empty, so consumers see none of the directory's records.",
+        None,
+    ),
+    FindingKind(
         "topic-id-mismatch",
         Consequence.REFUSES,
         "partition",

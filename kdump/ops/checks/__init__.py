@@ -2,5 +2,6 @@
 (`continuity`, `epochs`), state files (`state`), the remote index cache (`remote_cache`) and tiered
 storage (`remote`); `verify` spreads them over worker processes and gathers the reports.
 
-Nothing here writes. May use: formats, scan, model, store, findings, errors, `ops.common`, `ops.tiered`.
+Nothing here writes. May use: formats, scan, model, store, findings, errors, `ops.common`, `ops.tiered`,
+`ops.metadata` (a partition's topic id against the metadata log beside it).
 """

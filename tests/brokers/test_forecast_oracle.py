@@ -1,0 +1,227 @@
+"""`kdump forecast` against the broker: per scenario a copy of a real broker's log dir is forecast, then a
+real broker (the newest release) starts on it, and what it did is compared with the forecast: whether it
+started, every partition's log start and end (ListOffsets), and the directories renamed or deleted.
+
+Broker runs are shared: the scenarios that touch different partitions are planted in one copy
+(missing clean-shutdown marker, torn tail, topic-id mismatch, a partition of a topic the metadata does not
+know, a missing partition directory), so the whole module starts a broker five times.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from brokers.cluster import BrokerFailed
+from brokers.fixtures import require_release, skip_or_fail
+from brokers.recovery import (
+    CONTROL,
+    CRASH,
+    DELETED_HEAD,
+    LIVE,
+    TOPICS,
+    Origin,
+    broker_on_copy,
+    copy_log_dir,
+    produce_origin,
+    segment_logs,
+    served,
+)
+from brokers.releases import NEWEST
+from kdump.formats.checkpoints import encode_partition_metadata
+from kdump.formats.filenames import CLEAN_SHUTDOWN_FILE
+from kdump.ops.forecast import Forecast, Verdict, forecast
+
+pytestmark = pytest.mark.slow
+
+ALL_TOPICS = [*TOPICS, LIVE, CRASH]
+TORN = TOPICS[0]  # a damage topic: untouched in the origin, several segments
+MISMATCH = DELETED_HEAD
+MISSING = TOPICS[1]
+GHOST = "oracle-ghost"  # a topic the metadata never had
+
+
+@dataclass
+class Run:
+    forecast: Forecast
+    started: bool
+    served: dict[str, tuple[int, int]] = field(default_factory=dict)
+    dirs_after: set[str] = field(default_factory=set)
+    failure: str = ""
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Origin:
+    release = require_release(NEWEST)
+    try:
+        return produce_origin(release, tmp_path_factory.mktemp("forecast"))
+    except BrokerFailed as exc:
+        skip_or_fail(f"a real Kafka {release.version} broker did not run here: {exc}")
+
+
+def _run(origin: Origin, log_dir: Path) -> Run:
+    fc = forecast([log_dir])
+    run = Run(fc, started=False)
+    try:
+        with broker_on_copy(origin, log_dir) as cluster:
+            run.started = True
+            got = served(cluster.bootstrap, ALL_TOPICS, unread=frozenset(ALL_TOPICS))
+            run.served = {t: (s.log_start_offset, s.log_end_offset) for t, s in got.items()}
+    except BrokerFailed as exc:
+        run.failure = str(exc)
+    run.dirs_after = {p.name for p in log_dir.iterdir() if p.is_dir()}
+    return run
+
+
+def _forecast_bounds(fc: Forecast) -> dict[str, tuple[int | None, int | None]]:
+    return {
+        topic: (p.log_start_offset, p.log_end_offset)
+        for (topic, part), p in fc.bounds().items()
+        if part == 0 and topic in ALL_TOPICS
+    }
+
+
+def _copy(origin: Origin, src: Path, tmp: Path) -> Path:
+    return copy_log_dir(src, tmp / "node" / "data")
+
+
+def _assert_bounds_match(run: Run) -> None:
+    assert run.started, run.failure
+    assert _forecast_bounds(run.forecast) == run.served
+
+
+def test_clean_stop(origin: Origin, tmp_path: Path) -> None:
+    run = _run(origin, _copy(origin, origin.clean, tmp_path))
+    assert run.forecast.verdict == Verdict.CLEAN
+    _assert_bounds_match(run)
+
+
+def test_kill_9_under_load(origin: Origin, tmp_path: Path) -> None:
+    run = _run(origin, _copy(origin, origin.crashed, tmp_path))
+    assert run.forecast.verdict in (Verdict.RECOVERS, Verdict.LOSES)
+    _assert_bounds_match(run)
+
+
+def test_corrupt_checkpoint(origin: Origin, tmp_path: Path) -> None:
+    log_dir = _copy(origin, origin.clean, tmp_path)
+    (log_dir / "recovery-point-offset-checkpoint").write_bytes(b"0\n2\nnot a checkpoint line\n")
+    run = _run(origin, log_dir)
+    assert run.forecast.verdict == Verdict.NO_START
+    assert not run.started
+
+
+@pytest.fixture(scope="module")
+def planted(origin: Origin, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """One copy of the clean stop with: no clean-shutdown marker, a torn tail, a topic-id mismatch (the
+    topic deleted and re-created under its name while the broker was down), a partition of a topic the
+    metadata does not know, and a missing partition directory of which this broker is the only replica."""
+    log_dir = copy_log_dir(origin.clean, tmp_path_factory.mktemp("planted") / "node" / "data")
+    (log_dir / CLEAN_SHUTDOWN_FILE).unlink()
+    last = segment_logs(log_dir / f"{TORN}-0")[-1]
+    size = last.stat().st_size
+    with last.open("r+b") as f:
+        f.truncate(size - 7)
+    (log_dir / f"{MISMATCH}-0" / "partition.metadata").write_bytes(encode_partition_metadata(uuid.uuid4()))
+    shutil.copytree(log_dir / f"{CONTROL}-0", log_dir / f"{GHOST}-0")
+    (log_dir / f"{GHOST}-0" / "partition.metadata").write_bytes(encode_partition_metadata(uuid.uuid4()))
+    shutil.rmtree(log_dir / f"{MISSING}-0")
+    return _run(origin, log_dir)
+
+
+def test_planted_verdict_and_bounds(planted: Run) -> None:
+    assert planted.forecast.verdict == Verdict.LOSES
+    _assert_bounds_match(planted)
+
+
+def test_torn_tail_cut(planted: Run) -> None:
+    torn = planted.forecast.bounds()[(TORN, 0)]
+    assert torn.removed is not None
+    assert planted.served[TORN][1] == torn.log_end_offset == torn.removed[0]
+
+
+def test_topic_id_mismatch_and_unknown_topic_are_set_aside(planted: Run) -> None:
+    actions = {(p.dir, p.action) for p in planted.forecast.partitions}
+    assert (f"{MISMATCH}-0", "stray") in actions
+    assert (f"{MISMATCH}-0", "create-empty") in actions
+    assert (f"{GHOST}-0", "stray") in actions
+    # What the broker did with those directories: renamed aside (`-stray`) or deleted, never served.
+    assert f"{GHOST}-0" not in planted.dirs_after
+    # 4.4 renames a stray log `<topic>-<p>.<uuid>-stray` and keeps it, as the forecast says.
+    for name in (GHOST, MISMATCH):
+        assert any(d.startswith(f"{name}-0.") and d.endswith("-stray") for d in planted.dirs_after), name
+    assert planted.served[MISMATCH] == (0, 0)
+
+
+def test_missing_partition_created_empty(planted: Run) -> None:
+    assert (MISSING, 0) in planted.forecast.bounds()
+    assert planted.served[MISSING] == (0, 0)
+    assert f"{MISSING}-0" in planted.dirs_after
+
+
+def _start_jbod(origin: Origin, log_dirs: list[Path]) -> tuple[bool, str]:
+    """Start the node on several log dirs (JBOD); whether it started, and its log's tail if not."""
+    from brokers.cluster import KafkaCluster, Node
+    from brokers.recovery import BROKER_CONFIG
+
+    home = log_dirs[0].parent
+    config = {**BROKER_CONFIG, "log.dirs": ",".join(str(p) for p in log_dirs)}
+    cluster = KafkaCluster(origin.release, home.parent, config=config, cluster_id=origin.cluster_id)
+    node = origin.node
+    cluster.nodes = [
+        Node(
+            node_id=node.node_id,
+            home=home,
+            broker_port=node.broker_port,
+            controller_port=node.controller_port,
+            directory_id=node.directory_id,
+        )
+    ]
+    try:
+        with cluster:
+            cluster.start()
+            cluster.stop()
+    except BrokerFailed as exc:
+        return False, str(exc)
+    return True, ""
+
+
+def test_jbod_log_dir_carrying_another_dirs_directory_id(origin: Origin, tmp_path: Path) -> None:
+    log_dir = _copy(origin, origin.clean, tmp_path)
+    second = log_dir.parent / "data2"
+    second.mkdir()
+    shutil.copy(log_dir / "meta.properties", second / "meta.properties")  # a cloned disk: same directory.id
+    fc = forecast([log_dir, second])
+    assert fc.verdict == Verdict.NO_START
+    started, why = _start_jbod(origin, [log_dir, second])
+    assert not started
+    assert "directory" in why.lower() or "Duplicate" in why, why
+
+
+def test_damage_below_the_recovery_point_of_a_clean_stop(origin: Origin, tmp_path: Path) -> None:
+    """A clean stop's marker: the broker re-reads nothing, so a flipped byte in an old segment is not
+    seen at start (verify's matter, not the start-up's): the forecast says it starts clean."""
+    log_dir = _copy(origin, origin.clean, tmp_path)
+    first = segment_logs(log_dir / f"{CONTROL}-0")[0]
+    data = bytearray(first.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    first.write_bytes(bytes(data))
+    run = _run(origin, log_dir)
+    assert run.forecast.verdict == Verdict.CLEAN
+    assert run.forecast.reread_bytes == 0
+    _assert_bounds_match(run)
+
+
+def test_partition_metadata_missing_is_stray(origin: Origin, tmp_path: Path) -> None:
+    log_dir = _copy(origin, origin.clean, tmp_path)
+    (log_dir / f"{CONTROL}-0" / "partition.metadata").unlink()
+    run = _run(origin, log_dir)
+    actions = {p.action for p in run.forecast.partitions if p.dir == f"{CONTROL}-0"}
+    assert actions == {"stray", "create-empty"}
+    assert run.forecast.verdict == Verdict.LOSES
+    # 4.4 renames the log without a topic id -stray and creates the partition empty.
+    _assert_bounds_match(run)
+    assert any(d.startswith(f"{CONTROL}-0.") and d.endswith("-stray") for d in run.dirs_after)
