@@ -95,7 +95,7 @@ def readable(p: Probe) -> str | None:
     from kdump.scan.source import open_regular
 
     try:
-        fd = open_regular(p.path)
+        fd = open_regular(p.path, probed=p.type is FileType.FILE)
     except OSError as exc:
         return str(exc) if isinstance(exc, PathError) else exc.strerror or str(exc)
     os.close(fd)

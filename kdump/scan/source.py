@@ -28,7 +28,7 @@ from kdump.errors import PathError
 from kdump.store.locations import is_stored
 
 
-def open_regular(path: str | os.PathLike[str]) -> int:
+def open_regular(path: str | os.PathLike[str], *, probed: bool = False) -> int:
     """Open a regular file for reading; refuse anything else without reading it.
 
     A FIFO, socket or device is never read: reading could block forever (a FIFO with no writer)
@@ -42,7 +42,9 @@ def open_regular(path: str | os.PathLike[str]) -> int:
         PathError: the path cannot be opened, or is not a regular file (its message says what it is).
     """
     try:
-        kind = _kind(Path(path).stat().st_mode)
+        # `probed`: the caller's own stat found a regular file (one look per entry); the open is
+        # non-blocking and checked on the descriptor whatever was put there since.
+        kind = None if probed else _kind(Path(path).stat().st_mode)
         if kind is not None:
             raise PathError(f"{path} is a {kind}, not a regular file; it was not read")
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))

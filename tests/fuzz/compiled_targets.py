@@ -173,6 +173,8 @@ def fuzz_compiled_indexes(data: bytes) -> None:
     first = hs[0].base_offset if hs else 0
     for interval in (0, 4096, len(index) * 7):
         for base in (first, 0, INT64_MIN, INT64_MIN + 1, INT64_MAX, first - 2**31, -1):
+            if not INT64_MIN <= base <= INT64_MAX:
+                continue  # not a base offset a segment's name can hold (nor a C int64 argument)
             ref = _reference_indexes(hs, interval, base)
             if walk is None:
                 continue
