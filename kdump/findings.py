@@ -418,12 +418,27 @@ _KINDS = [
         "kdump trim-tail --to-offset OFFSET --apply PARTITION",
     ),
     FindingKind(
+        "log-missing",
+        Consequence.LOSES,
+        "partition",
+        "A partition (the KRaft metadata log among them) that holds no batch, and for the metadata "
+        "log no snapshot reaching that far, while its leader-epoch-checkpoint says offsets past its "
+        "log start were written: the segments were deleted or not copied.",
+        "The broker loads it empty at its log start and truncates the epoch cache there: those offsets "
+        "are no longer served. A metadata log so loaded starts the node with no metadata (a sole voter "
+        "bootstraps again; partitions of topics it no longer knows become strays).",
+        None,
+    ),
+    FindingKind(
         "leftover-file",
         Consequence.REPAIRS,
         "partition",
-        "A .swap, .cleaned or .deleted file left by the log cleaner, a segment split or a deletion "
-        "that did not finish.",
-        "On start-up the broker deletes .deleted and .cleaned files and completes .swap renames.",
+        "A .swap, .cleaned, .deleted or .part file left by the log cleaner, a segment split, a deletion "
+        "or a KRaft snapshot write that did not finish (a .tmp of a state file too). Info where a "
+        "healthy broker leaves it and deletes it at its next start with no data effect (.deleted, "
+        ".cleaned, .part, .tmp); a warning for a .swap.",
+        "On start-up the broker deletes .deleted, .cleaned and .part files and completes .swap renames, "
+        "deleting the segments whose base offsets lie in the swap's offset range.",
         None,
     ),
     FindingKind(

@@ -68,6 +68,9 @@ class PartitionReport:
     checked_bytes: int = 0
     limited: bool = False
     partitions: int = 0  # log-dir and log-dirs reports: how many partitions they hold
+    # It holds a file a broker writes (a segment file, even empty, a state file, meta.properties):
+    # what a broker keeps, however little, as opposed to a path with nothing of Kafka's in it.
+    recognised: bool = False
     taken_as: str | None = None  # for a path as given: what kdump took it to be
     # Where the log-start-offset checkpoint is below the first segment: tiered or not, both log starts.
     tiered: TieredFacts | None = None
@@ -220,8 +223,10 @@ def _rollup(
         report.findings.extend(found)
         report.taken_as = taken_as if cache_alone else report.taken_as
     parts = [r for r in leaves if r.kind == "partition"] + [c for c in children if c is not None]
-    legal = cache_alone or target.idle_log_dir  # an idle broker's log dir among others: not empty
-    add_up(report, parts, None if legal else lambda r: _nothing_to_check(r, options, r.partitions))
+    # A formatted log dir with no partition (meta.properties, bootstrap.checkpoint) is a new or idle
+    # broker's: healthy, as a log dir whose partitions hold only empty segments is.
+    report.recognised = bool(target.log_dir_files) or any(r.recognised for r in parts)
+    add_up(report, parts, None if cache_alone else lambda r: _nothing_to_check(r, options, r.partitions))
     return report
 
 
@@ -246,21 +251,21 @@ def add_up(
 
 
 def _nothing_to_check(report: PartitionReport, options: VerifyOptions, partitions: int) -> None:
-    """A path that gave verify nothing to check fails: a gate must not pass on an empty or wrong path.
+    """A path where nothing a broker writes was recognised fails: a gate must not pass on an empty or
+    wrong path.
 
-    A real broker keeps partitions with no data (an empty active segment, or only leftovers after
-    deletion): `allow_empty` accepts those when the user says so, never a path with no partition.
+    What a healthy broker keeps passes however little it holds: a freshly formatted log dir
+    (`meta.properties`, `bootstrap.checkpoint`), partitions of new topics or idle followers (an empty
+    active segment, state files only). `allow_empty` also accepts partition directories that hold
+    nothing at all, never a path with no partition and no file of a broker's.
     """
+    if report.recognised or (partitions and options.allow_empty):
+        return
     if partitions == 0:
-        why = "no partition directory"
-    elif options.allow_empty:
-        return
-    elif report.segments == 0:
-        why = f"{partitions} partitions but no segment" if partitions > 1 else "no segment"
-    elif report.log_bytes == 0:
-        why = f"{report.segments} segments, all empty"
+        why = "no partition directory and no file a broker writes"
     else:
-        return
+        dirs = f"{partitions} partition directories" if partitions > 1 else "a partition directory"
+        why = f"{dirs} but no file a broker writes"
     report.findings.append(
         make_finding(
             "nothing-to-check",
@@ -372,7 +377,7 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
 
 def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label: str) -> PartitionReport:
     """Run the partition-level checks over the segments' results."""
-    report = PartitionReport(label, "partition", list(part.problems))
+    report = PartitionReport(label, "partition", list(part.problems), recognised=part.recognised)
     tally(report, results)
     f = report.findings
     f.extend(check_overlaps(results))
