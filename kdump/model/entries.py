@@ -242,7 +242,9 @@ def leftover_finding(p: Path) -> Finding:
             severity=Severity.INFO,
         )
     if suffix in ("cleaned", "part"):
-        what = "a KRaft snapshot being written" if suffix == "part" else "output of an unfinished clean or split"
+        what = (
+            "a KRaft snapshot being written" if suffix == "part" else "output of an unfinished clean or split"
+        )
         return make_finding(
             "leftover-file",
             str(p),
