@@ -403,7 +403,13 @@ _INDEX_PLACES = frozenset({"index", "timeindex", "txnindex"})
 
 def judged_wrong(results: Sequence[SegmentResult]) -> set[str]:
     """The index files verify finds wrong or missing (a warning or worse about them)."""
-    findings = [*(f for r in results for f in r.findings), *check_transactions(results)]
+    from kdump.ops.time_index_checks import check_closed_time_indexes
+
+    findings = [
+        *(f for r in results for f in r.findings),
+        *check_transactions(results),
+        *check_closed_time_indexes(results),
+    ]
     return {
         f.file for f in findings if CATALOG[f.code].where in _INDEX_PLACES and f.severity >= Severity.WARNING
     }

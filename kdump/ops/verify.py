@@ -22,6 +22,7 @@ from kdump.ops.continuity import check_offset_holes, check_overlaps, salvage_fir
 from kdump.ops.epoch_checks import check_leader_epochs
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.ops.state_checks import TEXT_KINDS, check_snapshot, check_text_state
+from kdump.ops.time_index_checks import check_closed_time_indexes
 from kdump.ops.tiered import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
 from kdump.store.queries import listing_findings, partition_listing_findings
 
@@ -383,6 +384,11 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
     f.extend(check_overlaps(results))
     f.extend(check_offset_holes(part, results))
     f.extend(check_transactions(results))
+    stale = list(check_closed_time_indexes(results))
+    if stale:  # its zero tail is no preallocation the broker trims: drop the info that says it is
+        files = {s.file for s in stale}
+        f[:] = [x for x in f if not (x.code == "index-preallocated-tail" and x.file in files)]
+        f.extend(stale)
     f.extend(check_leader_epochs(part, results))
     f.extend(leftover_finding(p) for p in part.leftovers)
     for p in part.orphan_indexes:

@@ -1,0 +1,60 @@
+"""Copies that look healthy but that the broker then reads wrong: verify says what the broker will do.
+
+- A closed segment's `.timeindex` overwritten with zeros (or cut short): the broker takes its last slot
+  for the segment's largest timestamp, so ListOffsets by timestamp passes over the segment. An error,
+  repaired by reindex (which then leaves the partition clean).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from builders import build_partition
+from corruptions import truncate_index
+
+from kdump.findings import Finding, Severity
+from kdump.model.log_dir import discover
+from kdump.ops.reindex import apply_reindex, plan_reindex
+from kdump.ops.verify import VerifyOptions, verify_targets
+
+COVERED_CODES = {"time-index-max-timestamp-low"}
+
+
+def _findings(path: Path) -> list[Finding]:
+    reports = verify_targets([discover(str(path))], VerifyOptions(jobs=1))
+    return [f for r in reports for f in r.findings if f.severity >= Severity.WARNING]
+
+
+def _partition(tmp_path: Path) -> tuple[Path, list[Path]]:
+    part = tmp_path / "t-0"
+    logs = build_partition(part, segments=3, batches_per_segment=12, records_per_batch=5)
+    assert _findings(part) == []
+    return part, logs
+
+
+def test_a_zeroed_closed_time_index_is_an_error_reindex_repairs(tmp_path: Path) -> None:
+    part, logs = _partition(tmp_path)
+    ti = logs[0].with_suffix(".timeindex")
+    ti.write_bytes(bytes(ti.stat().st_size))
+    found = _findings(part)
+    assert [(f.code, f.severity, f.file) for f in found] == [
+        ("time-index-max-timestamp-low", Severity.ERROR, str(ti))
+    ]
+    assert found[0].repair == f"kdump reindex --apply {part}"
+    for plan in plan_reindex(discover(str(part))):
+        apply_reindex(plan)
+    assert _findings(part) == []
+
+
+def test_a_closed_time_index_cut_before_its_last_entry_is_an_error(tmp_path: Path) -> None:
+    part, logs = _partition(tmp_path)
+    ti = logs[1].with_suffix(".timeindex")
+    truncate_index(drop_bytes=12, entry_size=12).apply(ti)
+    assert [f.code for f in _findings(part)] == ["time-index-max-timestamp-low"]
+
+
+def test_the_active_segments_zeroed_time_index_is_left_to_recovery(tmp_path: Path) -> None:
+    part, logs = _partition(tmp_path)
+    ti = logs[-1].with_suffix(".timeindex")
+    ti.write_bytes(bytes(ti.stat().st_size))
+    assert "time-index-max-timestamp-low" not in {f.code for f in _findings(part)}
