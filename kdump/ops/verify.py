@@ -22,8 +22,8 @@ from kdump.ops.continuity import check_offset_holes, check_overlaps, salvage_fir
 from kdump.ops.epoch_checks import check_leader_epochs
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.ops.state_checks import TEXT_KINDS, check_snapshot, check_text_state
-from kdump.ops.time_index_checks import check_closed_time_indexes
 from kdump.ops.tiered import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
+from kdump.ops.time_index_checks import check_closed_time_indexes
 from kdump.store.queries import listing_findings, partition_listing_findings
 
 if TYPE_CHECKING:  # loaded with the first abort marker or .txnindex
