@@ -420,6 +420,18 @@ _KINDS = [
     ),
     # --- partition-level -----------------------------------------------------------------------
     FindingKind(
+        "segment-stray",
+        Consequence.SERVES_WRONG,
+        "partition",
+        "A stray copy of a segment: a `.log` whose every offset another segment of the partition holds, "
+        "saved under a name inside another segment's range (its batches all below its base offset) or "
+        "under a name that is no segment name (`copy.log`).",
+        "The broker takes a copy named inside another segment's range for the segment from that offset "
+        "on: the offsets it shadows are no longer served, and a recovery that reaches it empties it and "
+        "deletes every later unflushed segment. A name with no number fails the partition's load.",
+        "kdump quarantine --apply PARTITION",
+    ),
+    FindingKind(
         "segment-overlap",
         Consequence.SERVES_WRONG,
         "partition",

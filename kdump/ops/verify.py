@@ -22,6 +22,7 @@ from kdump.ops.continuity import check_offset_holes, check_overlaps, salvage_fir
 from kdump.ops.epoch_checks import check_leader_epochs
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.ops.state_checks import TEXT_KINDS, check_snapshot, check_text_state
+from kdump.ops.strays import find_strays
 from kdump.ops.tiered import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
 from kdump.ops.time_index_checks import check_closed_time_indexes
 from kdump.store.queries import listing_findings, partition_listing_findings
@@ -380,6 +381,14 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
     """Run the partition-level checks over the segments' results."""
     report = PartitionReport(label, "partition", list(part.problems), recognised=part.recognised)
     tally(report, results)
+    strays = find_strays(results)
+    if strays:
+        # A stray copy is the whole problem: its files' own findings (offsets below its base, its
+        # indexes, its name) and the overlap and holes it makes are what moving it out undoes.
+        gone = {str(p) for st in strays for p in st.files}
+        report.findings = [x for x in report.findings if x.file not in gone]
+        report.findings.extend(st.finding for st in strays)
+        results = [r for r in results if all(r is not st.result for st in strays)]
     f = report.findings
     f.extend(check_overlaps(results))
     f.extend(check_offset_holes(part, results))
