@@ -420,6 +420,18 @@ _KINDS = [
     ),
     # --- partition-level -----------------------------------------------------------------------
     FindingKind(
+        "swap-loses-offsets",
+        Consequence.LOSES,
+        "partition",
+        "A `<base>.log.swap` the broker would complete at start (no `.cleaned` at or below its base) "
+        "holding fewer offsets than the segments it replaces (those whose base offset lies in its "
+        "range), in a topic that is not known to be compacted: a cleaner or split killed half way, or "
+        "a copy.",
+        "At start `LogLoader` deletes the segments in the swap's range and renames the swap into "
+        "place: the offsets they held and it does not are gone.",
+        "kdump quarantine --apply PARTITION",
+    ),
+    FindingKind(
         "segment-stray",
         Consequence.SERVES_WRONG,
         "partition",

@@ -21,13 +21,15 @@ from kdump.ops.quarantine import QuarantinePlan, apply_quarantine, plan_quaranti
 def quarantine_command(
     paths: tuple[str, ...], apply: bool, backup_dir: Path | None, allow_unknown: bool, fmt: str | None
 ) -> None:
-    """Move stray segment copies (verify's segment-stray) out of their partition, into a backup.
+    """Move stray segment copies and losing swaps out of their partition, into a backup.
 
-    A stray copy is a .log holding only offsets other segments of the partition hold: a copy of an
-    older segment saved under a name inside another segment's range, or a segment copied under a
-    name that is no segment name (copy.log). It and its indexes are moved whole into the backup dir;
-    nothing is cut from the segments the broker serves. A dry run by default. Refuses (exit 4) while
-    a broker holds the log dir's .lock; `kdump restore BACKUP_DIR` puts the files back.
+    A stray copy (verify's segment-stray) is a .log holding only offsets other segments of the
+    partition hold: a copy of an older segment saved under a name inside another segment's range, or
+    a segment copied under a name that is no segment name (copy.log). A losing swap
+    (swap-loses-offsets) is a .log.swap the broker would complete at start with fewer offsets than
+    the segments it replaces. Each is moved whole, with its indexes, into the backup dir; nothing is
+    cut from the segments the broker serves. A dry run by default. Refuses (exit 4) while a broker
+    holds the log dir's .lock; `kdump restore BACKUP_DIR` puts the files back.
 
     \b
     Exit codes: 0 nothing to do or done, 1 files would be moved (dry run), 2 usage,

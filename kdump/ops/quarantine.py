@@ -1,6 +1,7 @@
-"""`quarantine`: move stray segment files (`kdump.ops.strays`) out of a partition into a backup.
+"""`quarantine`: move stray segment files (`kdump.ops.strays`) and swaps whose completion would lose
+offsets (`kdump.ops.swaps`) out of a partition into a backup.
 
-The repair of `segment-stray`: nothing is cut from the segments the broker serves. Each stray `.log`
+The repair of `segment-stray` and `swap-loses-offsets`: nothing is cut from the segments the broker serves. Each stray `.log`
 and its indexes are moved into a new backup directory under the broker's lock (the same journal as
 every repair: a manifest written before each step, a hard link or an exclusive copy, fsync, then the
 unlink), so `kdump restore BACKUP_DIR` puts them back byte for byte.
@@ -12,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kdump.model.log_dir import Target
+from kdump.ops.continuity import cleanup_policy
 from kdump.ops.safety import Journal, default_backup_dir, log_dir_lock
 from kdump.ops.strays import Stray, find_strays
+from kdump.ops.swaps import LosingSwap, losing_swaps
 from kdump.ops.verify import VerifyOptions, check_segments
 
 
@@ -25,20 +28,23 @@ class QuarantinePlan:
     root: Path
     log_dir: Path | None
     strays: tuple[Stray, ...]
+    swaps: tuple[LosingSwap, ...] = ()
 
     @property
     def files(self) -> tuple[Path, ...]:
-        return tuple(p for s in self.strays for p in s.files)
+        """Every file to move: the stray segments' and the losing swaps'."""
+        return tuple(p for s in (*self.strays, *self.swaps) for p in s.files)
 
 
 def plan_quarantine(target: Target) -> list[QuarantinePlan]:
-    """The stray segment files of every partition of a target (a partition or a log dir)."""
+    """The stray segment files and losing swaps of every partition of a target (a partition or a log dir)."""
     plans = []
     for part in target.partitions():
         results = list(check_segments(part.segments, VerifyOptions(jobs=1)))
-        plans.append(
-            QuarantinePlan(str(part.path), part.path, target.log_dir_path, tuple(find_strays(results)))
-        )
+        strays = tuple(find_strays(results))
+        kept = [r for r in results if all(r is not s.result for s in strays)]
+        swaps = tuple(losing_swaps(part, kept, cleanup_policy(part, kept)[0])) if part.leftovers else ()
+        plans.append(QuarantinePlan(str(part.path), part.path, target.log_dir_path, strays, swaps))
     return plans
 
 

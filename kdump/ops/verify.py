@@ -18,11 +18,12 @@ from kdump.model.entries import BROKER_LEFTOVER_KINDS, file_kind, leftover_findi
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
-from kdump.ops.continuity import check_offset_holes, check_overlaps, salvage_first
+from kdump.ops.continuity import check_offset_holes, check_overlaps, cleanup_policy, salvage_first
 from kdump.ops.epoch_checks import check_leader_epochs
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.ops.state_checks import TEXT_KINDS, check_snapshot, check_text_state
 from kdump.ops.strays import find_strays
+from kdump.ops.swaps import losing_swaps
 from kdump.ops.tiered import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
 from kdump.ops.time_index_checks import check_closed_time_indexes
 from kdump.store.queries import listing_findings, partition_listing_findings
@@ -399,7 +400,10 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
         f[:] = [x for x in f if not (x.code == "index-preallocated-tail" and x.file in files)]
         f.extend(stale)
     f.extend(check_leader_epochs(part, results))
-    f.extend(leftover_finding(p) for p in part.leftovers)
+    swaps = losing_swaps(part, results, cleanup_policy(part, results)[0]) if part.leftovers else []
+    losing = {str(p) for sw in swaps for p in sw.files}
+    f.extend(leftover_finding(p) for p in part.leftovers if str(p) not in losing)
+    f.extend(sw.finding for sw in swaps)
     for p in part.orphan_indexes:
         f.append(
             make_finding("orphan-index", str(p), f"{p.name} has no {p.name.split('.')[0]}.log beside it")

@@ -24,7 +24,7 @@ from kdump.model.log_dir import discover
 from kdump.ops.quarantine import apply_quarantine, plan_quarantine
 from kdump.ops.verify import VerifyOptions, verify_targets
 
-COVERED_CODES = {"segment-stray"}
+COVERED_CODES = {"segment-stray", "swap-loses-offsets"}
 
 
 def _findings(path: Path) -> list[Finding]:
@@ -136,3 +136,44 @@ def test_json_rows(tmp_path: Path, fmt: str) -> None:
         "partitions": 1,
     }
     assert str(stray) in {r["file"] for r in rows}
+
+
+def _half_swap(tmp_path: Path) -> tuple[Path, Path]:
+    """A `.log.swap` of segment 60 holding only the first half of its batches (a cleaner killed)."""
+    from corruptions import log_entries
+
+    part = tmp_path / "data" / "orders-0"
+    logs = build_partition(part, segments=4, batches_per_segment=12, records_per_batch=5)
+    data = logs[1].read_bytes()
+    entries = log_entries(data)
+    swap = part / f"{logs[1].name}.swap"
+    swap.write_bytes(data[: entries[len(entries) // 2].position])
+    return part, swap
+
+
+def test_a_swap_the_broker_completes_with_fewer_offsets_is_an_error_quarantine_repairs(
+    tmp_path: Path,
+) -> None:
+    part, swap = _half_swap(tmp_path)
+    found = _findings(part)
+    assert [(f.code, f.file, f.offset, f.severity) for f in found] == [
+        ("swap-loses-offsets", str(swap), 90, Severity.ERROR)
+    ]
+    assert found[0].details["lost"] == 30
+    assert found[0].repair == f"kdump quarantine --apply {part}"
+    [plan] = plan_quarantine(discover(str(part)))
+    assert plan.files == (swap,)
+    backup = apply_quarantine(plan)
+    assert backup is not None
+    assert _findings(part) == []
+    assert run_kdump("restore", str(backup)).returncode == 0
+    assert swap.exists()
+
+
+def test_a_whole_swap_and_a_swap_beside_a_cleaned_file_stay_leftovers(tmp_path: Path) -> None:
+    part, swap = _half_swap(tmp_path)
+    swap.write_bytes((part / swap.name.removesuffix(".swap")).read_bytes())  # a complete swap: nothing lost
+    assert [f.code for f in _findings(part)] == ["leftover-file"]
+    swap.write_bytes(swap.read_bytes()[:5000])
+    (part / f"{0:020d}.log.cleaned").write_bytes(b"")  # an unfinished split: the broker deletes the swap
+    assert [f.code for f in _findings(part)] == ["leftover-file"]
