@@ -33,7 +33,7 @@ class QuarantinePlan:
     @property
     def files(self) -> tuple[Path, ...]:
         """Every file to move: the stray segments' and the losing swaps'."""
-        return tuple(p for s in (*self.strays, *self.swaps) for p in s.files)
+        return tuple(p for s in self.strays for p in s.files) + tuple(p for w in self.swaps for p in w.files)
 
 
 def plan_quarantine(target: Target) -> list[QuarantinePlan]:
