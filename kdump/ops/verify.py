@@ -20,6 +20,7 @@ from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.continuity import check_offset_holes, check_overlaps, cleanup_policy, salvage_first
 from kdump.ops.epoch_checks import check_leader_epochs
+from kdump.ops.open_txns import check_open_transactions
 from kdump.ops.segment_check import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.ops.state_checks import TEXT_KINDS, check_snapshot, check_text_state
 from kdump.ops.strays import find_strays
@@ -394,6 +395,7 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
     f.extend(check_overlaps(results))
     f.extend(check_offset_holes(part, results))
     f.extend(check_transactions(results))
+    f.extend(check_open_transactions(part, results))
     stale = list(check_closed_time_indexes(results))
     if stale:  # its zero tail is no preallocation the broker trims: drop the info that says it is
         files = {s.file for s in stale}

@@ -17,7 +17,7 @@ from kdump.model.log_dir import discover
 from kdump.ops.reindex import apply_reindex, plan_reindex
 from kdump.ops.verify import VerifyOptions, verify_targets
 
-COVERED_CODES = {"time-index-max-timestamp-low"}
+COVERED_CODES = {"time-index-max-timestamp-low", "transaction-open"}
 
 
 def _findings(path: Path) -> list[Finding]:
@@ -58,3 +58,56 @@ def test_the_active_segments_zeroed_time_index_is_left_to_recovery(tmp_path: Pat
     ti = logs[-1].with_suffix(".timeindex")
     ti.write_bytes(bytes(ti.stat().st_size))
     assert "time-index-max-timestamp-low" not in {f.code for f in _findings(part)}
+
+
+def _cut_before_last_marker(part: Path) -> int:
+    """Truncate the last segment of `part` where its last control batch (a COMMIT or ABORT marker)
+    starts; the offset of that marker."""
+    from corruptions import log_entries
+
+    log = sorted(part.glob("*.log"))[-1]
+    data = log.read_bytes()
+    markers = [e for e in log_entries(data) if e.magic == 2 and data[e.position + 22] & 0x20]
+    assert markers, f"{log} holds no marker"
+    log.write_bytes(data[: markers[-1].position])
+    for p in part.glob("*.snapshot"):
+        p.unlink()  # the producer snapshots describe the log before the cut
+    return markers[-1].last_offset
+
+
+def _txn_copy(corpus_root: Path, tmp_path: Path, with_coordinator: bool) -> Path:
+    import shutil
+
+    src = corpus_root / "kafka-3.8.0"
+    if not (src / "txn-1").is_dir() or not (src / "__transaction_state-0").is_dir():
+        import pytest
+
+        pytest.skip("txn-1 and __transaction_state-0 are not in this corpus")
+    log_dir = tmp_path / ("with" if with_coordinator else "without") / "data"
+    log_dir.mkdir(parents=True)
+    (log_dir / "meta.properties").write_text("version=1\nnode.id=1\n")
+    shutil.copytree(src / "txn-1", log_dir / "txn-1")
+    if with_coordinator:
+        shutil.copytree(src / "__transaction_state-0", log_dir / "__transaction_state-0")
+    return log_dir / "txn-1"
+
+
+def test_a_cut_commit_marker_the_coordinator_completed_hangs_an_error(
+    corpus_root: Path, tmp_path: Path
+) -> None:
+    part = _txn_copy(corpus_root, tmp_path, with_coordinator=True)
+    assert "transaction-open" not in {f.code for f in _findings(part)}
+    _cut_before_last_marker(part)
+    found = [f for f in _findings(part) if f.code == "transaction-open"]
+    assert [f.severity for f in found] == [Severity.ERROR]
+    assert found[0].details["coordinator_state"] in ("CompleteCommit", "CompleteAbort", "Empty")
+
+
+def test_an_open_transaction_without_the_coordinators_log_is_a_warning(
+    corpus_root: Path, tmp_path: Path
+) -> None:
+    part = _txn_copy(corpus_root, tmp_path, with_coordinator=False)
+    _cut_before_last_marker(part)
+    found = [f for f in _findings(part) if f.code == "transaction-open"]
+    assert [f.severity for f in found] == [Severity.WARNING]
+    assert found[0].details["coordinator_state"] is None
