@@ -144,7 +144,11 @@ def test_trim_tail_cuts_where_the_broker_does_then_verify_clean_and_restore(
     result = kdump("trim-tail", "--apply", "--backup-dir", str(backup), str(part))
     assert result.exit_code == 0, result.output
     assert log.read_bytes() == damaged[:cut]
-    assert [f for f in _verify(part) if f.severity >= Severity.WARNING] == []
+    # A cut that takes txn-1's last COMMIT marker leaves its transaction open, as the broker's own
+    # recovery would: verify says so (a warning here, with no coordinator log beside it).
+    left = [f for f in _verify(part) if f.severity >= Severity.WARNING]
+    assert [f for f in left if f.code != "transaction-open"] == []
+    assert all(f.severity == Severity.WARNING for f in left)
     assert kdump("trim-tail", str(part)).exit_code == 0  # nothing left to trim
 
     assert kdump("restore", str(backup)).exit_code == 0

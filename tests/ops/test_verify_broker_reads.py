@@ -111,3 +111,19 @@ def test_an_open_transaction_without_the_coordinators_log_is_a_warning(
     found = [f for f in _findings(part) if f.code == "transaction-open"]
     assert [f.severity for f in found] == [Severity.WARNING]
     assert found[0].details["coordinator_state"] is None
+
+
+def test_no_finding_names_an_offset_read_from_garbage(tmp_path: Path) -> None:
+    """Random bytes after the last batch: whatever their header says, no finding reports an offset
+    outside what the segment can hold past its last valid batch."""
+    from corruptions import append_garbage
+
+    part, logs = _partition(tmp_path)
+    last = logs[-1]
+    good = last.read_bytes()
+    for seed in range(16):
+        last.write_bytes(good)
+        append_garbage(100, seed=seed).apply(last)
+        found = _findings(part)
+        assert found, seed
+        assert all(f.offset is None or 120 <= f.offset < 120 + (1 << 31) for f in found), (seed, found)
