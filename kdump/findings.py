@@ -512,7 +512,10 @@ _KINDS = [
         "A leader-epoch-checkpoint, partition.metadata or log-dir checkpoint that does not parse.",
         "Reading it fails (IOException): the broker puts the log dir offline (KafkaStorageException), so "
         "its partitions are not served, and a broker with one log dir halts. Only a recovery-point or "
-        "log-start-offset checkpoint whose numbers do not parse is reset instead.",
+        "log-start-offset checkpoint whose numbers do not parse is reset instead. Repair: a "
+        "leader-epoch-checkpoint is derived from the batches' epochs, and `kdump reindex --apply "
+        "PARTITION` rebuilds it as the broker's cache would hold it (the finding names that command); "
+        "the others have no repair.",
         None,
     ),
     FindingKind(
@@ -811,6 +814,9 @@ class Finding:
     offset: int | None
     message: str
     details: dict[str, Any] = field(default_factory=dict)
+    # The repair of this one finding where its code's catalog repair does not fit every file the code
+    # covers (a leader-epoch-checkpoint among the checkpoints): a template as the catalog's.
+    repair_template: str | None = None
 
     @property
     def kind(self) -> FindingKind:
@@ -820,7 +826,7 @@ class Finding:
     @property
     def repair(self) -> str | None:
         """The kdump command that repairs it, with this finding's partition (and offset) filled in."""
-        template = CATALOG[self.code].repair
+        template = self.repair_template or CATALOG[self.code].repair
         if template is None:
             return None
         from kdump.store.locations import is_stored
@@ -849,8 +855,10 @@ def make_finding(
     position: int | None = None,
     offset: int | None = None,
     severity: Severity | None = None,
+    repair: str | None = None,
     **details: Any,
 ) -> Finding:
-    """Build a finding of a catalogued code (its severity comes from the catalog)."""
+    """Build a finding of a catalogued code (its severity comes from the catalog; `repair`, a template
+    as the catalog's, where this finding's repair is not its code's)."""
     kind = CATALOG[code]
-    return Finding(code, severity or kind.severity, file, position, offset, message, details)
+    return Finding(code, severity or kind.severity, file, position, offset, message, details, repair)

@@ -118,7 +118,10 @@ def check_leader_epochs(part: PartitionDir, results: Sequence[SegmentResult]) ->
     try:
         checkpoint = checkpoints.decode_leader_epoch_checkpoint(read_small_file(path))
     except (DecodeError, KdumpError, ValueError) as exc:
-        yield make_finding("checkpoint-corrupt", str(path), str(exc))
+        # Derived data: reindex rebuilds it from the batches (kdump.ops.epoch_rebuild).
+        yield make_finding(
+            "checkpoint-corrupt", str(path), str(exc), repair="kdump reindex --apply PARTITION"
+        )
         return
     entries = [(e.epoch, e.start_offset) for e in checkpoint.entries]
     seen: dict[int, int] = {}

@@ -149,11 +149,13 @@ class ReindexPlan:
     # Index files left as they are although the recovery rule would write them otherwise, because
     # verify finds nothing wrong with them (the broker's append-time entries); see `rebuild_all`.
     kept: int = 0
+    # Partition files rebuilt beside the indexes: an unreadable leader-epoch-checkpoint.
+    extra: tuple[FileChange, ...] = ()
 
     @property
     def changes(self) -> list[FileChange]:
         """Every file that would change."""
-        return [c for s in self.segments for c in s.changes]
+        return [*(c for s in self.segments for c in s.changes), *self.extra]
 
 
 def _diff(old: Sequence[tuple[int, int]], new: Sequence[tuple[int, int]]) -> tuple[int, int, int]:
@@ -366,7 +368,16 @@ def plan_partition(
     plan = _plan(
         str(part.path), part.path, log_dir, results, expected_aborts(results), interval_bytes, rebuild_all
     )
-    return dataclasses.replace(plan, problems=(*part.problems, *plan.problems))
+    from kdump.ops import epoch_rebuild
+
+    extra: tuple[FileChange, ...] = ()
+    path = epoch_rebuild.unreadable_epoch_checkpoint(part)
+    if path is not None:
+        entries = epoch_rebuild.rebuilt_epochs(part, results)
+        n = len(entries)
+        data = epoch_rebuild.encode(entries)
+        extra = (FileChange(path, epoch_rebuild.KIND, True, 0, n, n, 0, 0, 0, 0, data),)
+    return dataclasses.replace(plan, problems=(*part.problems, *plan.problems), extra=extra)
 
 
 def _plan(

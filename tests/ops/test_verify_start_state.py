@@ -158,3 +158,19 @@ def test_shuffled_index_entries_each_at_their_batch_are_a_warning(tmp_path: Path
     set_index_entry(0, offset, 7).apply(index)
     codes = {(f.code, f.severity) for f in _findings(part) if f.severity >= Severity.WARNING}
     assert ("index-not-monotonic", Severity.ERROR) in codes
+
+
+def test_a_corrupt_epoch_checkpoint_names_reindex_which_rebuilds_it(tmp_path: Path) -> None:
+    from kdump.ops.reindex import apply_reindex, plan_reindex
+
+    part = tmp_path / "t-0"
+    build_partition(part, segments=3, batches_per_segment=4)
+    good = (part / "leader-epoch-checkpoint").read_bytes()
+    (part / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n")  # says two entries, holds one
+    [found] = [f for f in _findings(part) if f.severity >= Severity.WARNING]
+    assert (found.code, found.severity) == ("checkpoint-corrupt", Severity.ERROR)
+    assert found.repair == f"kdump reindex --apply {part}"
+    for plan in plan_reindex(discover(str(part))):
+        apply_reindex(plan)
+    assert (part / "leader-epoch-checkpoint").read_bytes() == good
+    assert _serious(part) == []
