@@ -452,8 +452,9 @@ _KINDS = [
         "saved under a name inside another segment's range (its batches all below its base offset) or "
         "under a name that is no segment name (`copy.log`).",
         "The broker takes a copy named inside another segment's range for the segment from that offset "
-        "on: the offsets it shadows are no longer served, and a recovery that reaches it empties it and "
-        "deletes every later unflushed segment. A name with no number fails the partition's load.",
+        "on: a fetch or seek that starts at an offset it shadows skips to the segment after it, and a "
+        "recovery that reaches it empties it and deletes every later unflushed segment. A name with no "
+        "number fails the partition's load.",
         "kdump quarantine --apply PARTITION",
     ),
     FindingKind(

@@ -4,9 +4,10 @@ Two shapes, both of someone's copying, never of a broker's:
 
 - a copy of an older segment saved under a name inside another segment's range (`…070.log` holding
   offsets 0..59): its batches lie wholly below its base offset. The broker loads it as the segment for
-  offsets from 70 on; a fetch there finds no batch at or above the target in it and goes on to the
-  next segment, so the offsets it shadows in the segment before it are no longer served, and a
-  recovery that reaches it empties it and deletes every later unflushed segment;
+  offsets from 70 on; a fetch that starts there finds no batch at or above the target in it and goes
+  on to the next segment, so a consumer seeking to an offset it shadows skips them (one reading on
+  from before it still gets them: a segment read runs to that segment's end), and a recovery that
+  reaches it empties it and deletes every later unflushed segment (`LogLoader`);
 - a segment copied out of its partition under a name that is no segment name (`copy.log`): the broker
   parses the digits before the first dot and fails to load the partition when there are none.
 
@@ -47,8 +48,9 @@ class Stray:
             f"{seg.log.name} is no segment name (the broker fails to load the partition on it)"
             if self.misnamed
             else f"{seg.log.name} holds offsets {s.first_offset}..{s.last_offset}, all below its base offset "
-            f"{seg.base_offset}: the broker takes it for the segment from {seg.base_offset} on and no longer "
-            "serves the offsets it shadows"
+            f"{seg.base_offset}: the broker takes it for the segment from {seg.base_offset} on, so a fetch or "
+            "seek that starts at an offset it shadows skips to the segment after it, and a recovery that "
+            "reaches it empties it and deletes the later unflushed segments"
         )
         return make_finding(
             "segment-stray",
