@@ -474,8 +474,9 @@ _KINDS = [
         "log no snapshot reaching that far, while its leader-epoch-checkpoint says offsets past its "
         "log start were written: the segments were deleted or not copied.",
         "The broker loads it empty at its log start and truncates the epoch cache there: those offsets "
-        "are no longer served. A metadata log so loaded starts the node with no metadata (a sole voter "
-        "bootstraps again; partitions of topics it no longer knows become strays).",
+        "are no longer served. A metadata log so loaded leaves the node no metadata: a node of a dynamic "
+        "quorum (KIP-853) loses its voter set with it, elects no leader, and its broker exits at start, "
+        "unable to register with the controller quorum (a real 4.4 node, tests/brokers).",
         None,
     ),
     FindingKind(

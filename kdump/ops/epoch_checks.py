@@ -183,8 +183,7 @@ def _log_gone(part: PartitionDir, path: Path, entries: Entries, start: int | Non
     The broker loads it as it is: its log end is the log start (the first, empty segment's base, or
     the recorded log start, or for the metadata log its newest snapshot), and it truncates the epoch
     cache there. Every offset the checkpoint vouches for above that is gone: for `__cluster_metadata`
-    the node starts with no metadata (a sole voter writes its bootstrap records again, and partitions
-    of topics the empty image does not know become strays).
+    the node has no metadata left, and a dynamic quorum's node no voter set: it cannot start.
     """
     bases = [s.base_offset for s in part.segments]
     end = max([start or 0, *bases, *(_snapshot_ends(part))])
