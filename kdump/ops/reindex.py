@@ -394,7 +394,7 @@ def _plan(
     log_start = next(
         (r.summary.first_offset for r in results if r.summary and r.summary.first_offset is not None), 0
     )
-    wrong = None if rebuild_all else judged_wrong(results)
+    wrong = None if rebuild_all else judged_wrong(results, root)
     kept = 0
     for r, a in zip(results, aborts, strict=True):
         if r.summary is None:
@@ -412,14 +412,14 @@ def _plan(
 _INDEX_PLACES = frozenset({"index", "timeindex", "txnindex"})
 
 
-def judged_wrong(results: Sequence[SegmentResult]) -> set[str]:
+def judged_wrong(results: Sequence[SegmentResult], partition: Path | None = None) -> set[str]:
     """The index files verify finds wrong or missing (a warning or worse about them)."""
     from kdump.ops.time_index_checks import check_closed_time_indexes
 
     findings = [
         *(f for r in results for f in r.findings),
         *check_transactions(results),
-        *check_closed_time_indexes(results),
+        *check_closed_time_indexes(results, partition),
     ]
     return {
         f.file for f in findings if CATALOG[f.code].where in _INDEX_PLACES and f.severity >= Severity.WARNING

@@ -12,12 +12,14 @@ left alone: its preallocated tail is trimmed at roll, and recovery rebuilds it a
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from kdump.errors import KdumpError
 from kdump.findings import Finding, make_finding
+from kdump.formats.filenames import parse_partition_dir_name
 from kdump.ops.segment_check import SegmentResult
 from kdump.scan.source import open_buffer
 
@@ -37,10 +39,39 @@ def _last_timestamp(path: Path) -> int | None:
         return None  # the segment check reports an unreadable index
 
 
-def check_closed_time_indexes(results: Sequence[SegmentResult]) -> Iterator[Finding]:
+def recovered_from(partition: Path | None) -> int | None:
+    """The offset from which the broker's next start recovers (rebuilds) the partition's segments:
+    none after a clean shutdown, else from its recovery point (`recovery-point-offset-checkpoint`,
+    0 when it has no entry). None where it recovers nothing or the log dir is not at hand."""
+    from kdump.formats.checkpoints import decode_offset_checkpoint
+    from kdump.scan.source import read_small_file
+
+    parsed = parse_partition_dir_name(partition.name) if partition is not None else None
+    if partition is None or parsed is None:
+        return None
+    log_dir = partition.parent
+    checkpoint = log_dir / "recovery-point-offset-checkpoint"
+    if (log_dir / ".kafka_cleanshutdown").exists() or not checkpoint.is_file():
+        return None
+    try:
+        entries = decode_offset_checkpoint(read_small_file(checkpoint)).entries
+    except (KdumpError, ValueError):
+        return None
+    key = (parsed.topic, parsed.partition)
+    return next((e.offset for e in entries if (e.topic, e.partition) == key), 0)
+
+
+def check_closed_time_indexes(
+    results: Sequence[SegmentResult], partition: Path | None = None
+) -> Iterator[Finding]:
     """Closed segments (all but the last) whose time index's last slot is below their batches'
-    largest timestamp."""
-    for r in results[:-1]:
+    largest timestamp, and which the broker's next start loads as they are: a segment it recovers
+    (one reaching its recovery point, after an unclean stop: a copy of a running broker, whose
+    rolled segment's index was copied before the roll trimmed it) gets its indexes rebuilt."""
+    recovery = recovered_from(partition)
+    for r, nxt in itertools.pairwise(results):
+        if recovery is not None and nxt.segment.base_offset > recovery:
+            return  # this segment and those after it are recovered at start
         s, seg = r.summary, r.segment
         if s is None or seg.timeindex is None or s.partial or s.valid_bytes < s.size or s.max_timestamp < 0:
             continue  # nothing to compare, or damage of its own whose repair rebuilds the indexes

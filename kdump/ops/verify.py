@@ -396,7 +396,7 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
     f.extend(check_offset_holes(part, results))
     f.extend(check_transactions(results))
     f.extend(check_open_transactions(part, results))
-    stale = list(check_closed_time_indexes(results))
+    stale = list(check_closed_time_indexes(results, part.path))
     if stale:  # its zero tail is no preallocation the broker trims: drop the info that says it is
         files = {s.file for s in stale}
         f[:] = [x for x in f if not (x.code == "index-preallocated-tail" and x.file in files)]

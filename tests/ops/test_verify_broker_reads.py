@@ -127,3 +127,20 @@ def test_no_finding_names_an_offset_read_from_garbage(tmp_path: Path) -> None:
         found = _findings(part)
         assert found, seed
         assert all(f.offset is None or 120 <= f.offset < 120 + (1 << 31) for f in found), (seed, found)
+
+
+def test_a_zeroed_time_index_the_broker_recovers_at_start_is_left_alone(tmp_path: Path) -> None:
+    """A copy of a running broker (no clean-shutdown marker) whose recovery point is below the zeroed
+    segment's end: the broker rebuilds that segment's indexes at start, so nothing is wrong."""
+    log_dir = tmp_path / "data"
+    _part, logs = _partition(log_dir)
+    (log_dir / "meta.properties").write_text("version=1\nnode.id=1\n")
+    ti = logs[1].with_suffix(".timeindex")
+    ti.write_bytes(bytes(ti.stat().st_size))
+    (log_dir / "recovery-point-offset-checkpoint").write_text("0\n1\nt 0 60\n")  # recovers from 60
+    assert _findings(log_dir) == []
+    (log_dir / "recovery-point-offset-checkpoint").write_text("0\n1\nt 0 120\n")  # 60..119 not recovered
+    assert [f.code for f in _findings(log_dir)] == ["time-index-max-timestamp-low"]
+    (log_dir / "recovery-point-offset-checkpoint").write_text("0\n1\nt 0 60\n")
+    (log_dir / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":5}')  # no recovery at all
+    assert [f.code for f in _findings(log_dir)] == ["time-index-max-timestamp-low"]
