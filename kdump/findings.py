@@ -425,8 +425,8 @@ _KINDS = [
         "partition",
         "A transaction with no COMMIT or ABORT marker up to the log end. An error where the "
         "coordinator's log in the same log dir (`__transaction_state`) says the producer's transaction "
-        "is complete or that it has none: the marker was lost (a truncation, a copy cut short); a "
-        "warning otherwise (a copy taken while a producer was in a transaction).",
+        "is complete or that it has none: the marker was lost (a truncation, a copy cut short); info "
+        "otherwise (a copy taken while a producer was in a transaction is healthy).",
         "The last stable offset stays at the transaction's first offset and READ_COMMITTED consumers "
         "stop there until a marker comes; a coordinator that has completed the transaction never "
         "writes one, so it hangs until an operator aborts it (`kafka-transactions.sh abort`, KIP-664).",

@@ -11,7 +11,8 @@ transaction coordinator writes markers. So:
   nothing past it (a truncation that removed the marker, a copy cut short);
 - elsewhere (the coordinator still has it ongoing, or its log is not at hand) the coordinator ends
   it, or aborts it when `transaction.timeout.ms` passes, as for any copy of a broker taken while a
-  producer was in a transaction: a warning that says what to check.
+  producer was in a transaction: legal as far as the bytes tell, an info line that says what to check
+  (`kafka-transactions.sh find-hanging`) should the coordinator have ended it already.
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def check_open_transactions(part: PartitionDir, results: Sequence[SegmentResult]
             "if it already ended it (a truncation that removed the marker), it hangs: "
             "kafka-transactions.sh find-hanging tells",
             offset=first,
-            severity=Severity.WARNING,
+            severity=Severity.INFO,
             producer_id=pid,
             coordinator_state=state,
         )

@@ -43,9 +43,6 @@ def recovered_from(partition: Path | None) -> int | None:
     """The offset from which the broker's next start recovers (rebuilds) the partition's segments:
     none after a clean shutdown, else from its recovery point (`recovery-point-offset-checkpoint`,
     0 when it has no entry). None where it recovers nothing or the log dir is not at hand."""
-    from kdump.formats.checkpoints import decode_offset_checkpoint
-    from kdump.scan.source import read_small_file
-
     parsed = parse_partition_dir_name(partition.name) if partition is not None else None
     if partition is None or parsed is None:
         return None
@@ -53,6 +50,9 @@ def recovered_from(partition: Path | None) -> int | None:
     checkpoint = log_dir / "recovery-point-offset-checkpoint"
     if (log_dir / ".kafka_cleanshutdown").exists() or not checkpoint.is_file():
         return None
+    from kdump.formats.checkpoints import decode_offset_checkpoint  # only where a log dir has one
+    from kdump.scan.source import read_small_file
+
     try:
         entries = decode_offset_checkpoint(read_small_file(checkpoint)).entries
     except (KdumpError, ValueError):
