@@ -24,11 +24,18 @@ asked: headers are read without decompressing), findings and a summary whose `va
 the broker's recovery count. Every command consumes it. One segment reader
 (`kdump/model/segment_view.py`) turns an offset or a time into a checked position for `dump`,
 `seek-by-time` and the Spark planner; it reads files through a small byte-source interface
-(`kdump/model/byte_source.py`: local files mapped, other stores by ranges). Layers import downward
-only (`tests/test_layering.py` holds it, and keeps library modules under 500 lines):
-`formats` (pure decoding and encoding, no I/O) → `scan` → `model` → `ops` (library functions
-that return results and never print) → `render` → `cli` and `spark`. `import kdump` loads no
-codec, no rich and no pyspark.
+(`kdump/model/byte_source.py`: local files mapped, other stores by ranges). A path given is
+resolved once and each directory under it listed once (`kdump/model/log_dir.py`,
+`kdump/model/listing.py`); every command starts from that one classification. Layers import
+downward only, with no import circle (`tests/test_layering.py` holds both, and keeps every module
+outside `formats` under 500 lines): `formats` (pure decoding and encoding, no I/O) → `store`
+(URLs and tarballs) → `scan` → `model` → `ops` (library functions that return results and never
+print) → `render` → `cli` and `spark`; `findings` and `errors` are the vocabulary all of them
+share, and import nothing above `formats`. `ops` has one sub-package per capability, each
+importing only those before it: `common` (worker pools, topic configs), `tiered`, `checks`
+(verify), `repair` (reindex, trim-tail, restore, and `safety`, the one place kdump writes),
+`salvage`, `seek`, `dump`, `payloads`, `replicas` (compare). `import kdump` loads no codec, no
+rich and no pyspark.
 """
 
 from __future__ import annotations

@@ -78,6 +78,22 @@ class RefusedError(KdumpError):
     """A repair that kdump refuses to carry out (exit code 4)."""
 
 
+class CannotRepairError(KdumpError):
+    """A repair's pre-flight found it cannot be carried out here (no room for the backup or the
+    rewritten files, a read-only or unwritable filesystem, a path that is not a partition); nothing
+    was touched (exit code 5)."""
+
+
+class RepairFaultError(PathError):
+    """A write, rename or fsync failed part way through a repair (exit code 3). The message says
+    whether every change was undone (the partition is as before) or not, and the one command that
+    finishes or undoes it."""
+
+    def __init__(self, message: str, *, undone: bool) -> None:
+        super().__init__(message)
+        self.undone = undone
+
+
 class NotFoundError(PathError, FileNotFoundError):
     """Nothing at a path (a stored location whose listing holds no such entry; exit code 3)."""
 

@@ -16,7 +16,7 @@ from kdump.formats.control import encode_control_key, encode_end_txn_marker
 from kdump.formats.offset_index import encode_offset_index
 from kdump.formats.records import NewRecord, build_legacy_entry, build_v2_batch
 from kdump.formats.time_index import encode_time_index
-from kdump.ops.reindex import build_segment_indexes
+from kdump.ops.repair.reindex import build_segment_indexes
 
 BASE_TS = 1_700_000_000_000
 
@@ -163,3 +163,96 @@ def build_partition(
         offset = seg.next_offset
     (path / "leader-epoch-checkpoint").write_bytes(encode_leader_epoch_checkpoint([(0, 0)]))
     return logs
+
+
+# ------------------------------------------------------------------------------ coordinator records
+
+
+def _coordinator_record(
+    record_type: int, key_msg: object, key: dict[str, object], value: object
+) -> NewRecord:
+    """A coordinator record (`int16` type + key; `int16` version + value, or None for a tombstone)."""
+    import struct
+
+    from formats.internal.wire import encode_message  # the tests' own encoder of Kafka's messages
+
+    key_bytes = struct.pack(">h", record_type) + encode_message(key_msg, key, 0)  # type: ignore[arg-type]
+    value_bytes = None
+    if value is not None:
+        msg, version, data = value  # type: ignore[misc]
+        value_bytes = struct.pack(">h", version) + encode_message(msg, data, version)
+    return NewRecord(key_bytes, value_bytes, BASE_TS)
+
+
+def offset_commit(
+    group: str,
+    topic: str,
+    partition: int,
+    offset: int | None,
+    *,
+    leader_epoch: int = -1,
+    timestamp: int = BASE_TS,
+) -> NewRecord:
+    """An `__consumer_offsets` OffsetCommit record (value version 3), or its tombstone (`offset` None)."""
+    from kdump.formats.internal import offsets_tables as t
+
+    key = {"group": group, "topic": topic, "partition": partition}
+    value = None
+    if offset is not None:
+        data = {"offset": offset, "leaderEpoch": leader_epoch, "metadata": "", "commitTimestamp": timestamp}
+        value = (t.OFFSET_COMMIT_VALUE, 3, data)
+    return _coordinator_record(1, t.OFFSET_COMMIT_KEY, key, value)
+
+
+def consumer_group_metadata(group: str, epoch: int = 1) -> NewRecord:
+    """A KIP-848 ConsumerGroupMetadata record: the group uses the consumer protocol."""
+    from kdump.formats.internal import offsets_tables as t
+
+    value = (t.CONSUMER_GROUP_METADATA_VALUE, 0, {"epoch": epoch, "metadataHash": 0})
+    return _coordinator_record(3, t.CONSUMER_GROUP_METADATA_KEY, {"groupId": group}, value)
+
+
+def share_state(
+    group: str,
+    topic_id: str,
+    partition: int,
+    start_offset: int,
+    batches: Sequence[tuple[int, int, int, int]] = (),
+    *,
+    update: bool = False,
+    leader_epoch: int = 0,
+) -> NewRecord:
+    """A `__share_group_state` ShareSnapshot (or ShareUpdate) record."""
+    from kdump.formats.internal import share_group_state as s
+
+    data: dict[str, object] = {"snapshotEpoch": 0, "leaderEpoch": leader_epoch, "startOffset": start_offset}
+    data["stateBatches"] = [
+        {"firstOffset": f, "lastOffset": la, "deliveryState": d, "deliveryCount": c}
+        for f, la, d, c in batches
+    ]
+    if not update:
+        data.update(stateEpoch=0, createTimestamp=BASE_TS, writeTimestamp=BASE_TS)
+        msg, key_msg, kind = s.SHARE_SNAPSHOT_VALUE, s.SHARE_SNAPSHOT_KEY, 0
+    else:
+        msg, key_msg, kind = s.SHARE_UPDATE_VALUE, s.SHARE_UPDATE_KEY, 1
+    key = {"groupId": group, "topicId": topic_id, "partition": partition}
+    return _coordinator_record(kind, key_msg, key, (msg, 0, data))
+
+
+def c_none_partition(corpus_root: Path, dst: Path) -> Path:
+    """The corpus's `kafka-3.8.0/c-none-0` copied to `dst` where it is whole (the full corpus), else one
+    built like it (the bundled subset keeps only its last segment): offsets 0..2999 in leader epoch 0,
+    in batches of 100 records over 3 segments. The corpus's groups committed 1008 on it in epoch 0."""
+    import shutil
+
+    src = corpus_root / "kafka-3.8.0" / "c-none-0"
+    if (src / "00000000000000000000.log").exists():
+        shutil.copytree(src, dst)
+        return dst
+    for base in (0, 1000, 2000):
+        seg = SegmentBuilder(base_offset=base)
+        for _ in range(10):
+            seg.add_v2(records(100, start_ts=BASE_TS + seg.next_offset, value_size=20))
+        seg.write(dst)
+    (dst / "leader-epoch-checkpoint").write_bytes(encode_leader_epoch_checkpoint([(0, 0)]))
+    return dst

@@ -48,4 +48,4 @@ def test_the_ci_pass_without_the_corpus_selects_every_file_that_uses_it() -> Non
         imports = set(re.findall(r"^\s*(?:from|import) (\w+)", text, re.MULTILINE))
         if imports & helpers or any(name in text for name in fixtures):
             assert str(path.relative_to(REPO)) in selected, path
-    assert "tests/ops/test_salvage_corpus.py" in selected
+    assert "tests/ops/salvage/test_salvage_corpus.py" in selected

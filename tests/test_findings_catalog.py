@@ -1,7 +1,7 @@
 """The findings catalog is fully tested and fully documented.
 
 Every code in `kdump.findings.CATALOG` must be produced by at least one test (the union of the
-`COVERED_CODES` sets of tests/ops/test_verify_findings.py and tests/scan/test_scanner_findings.py,
+`COVERED_CODES` sets of tests/ops/checks/test_verify_findings.py and tests/scan/test_scanner_findings.py,
 plus that of any other test module declaring a module-level `COVERED_CODES`, for codes outside
 verify and the scanner) and described in `man/kdump-findings.7`. Adding a code without a test or
 without documentation fails here.
@@ -22,7 +22,7 @@ from kdump.findings import CATALOG, SEVERITY_OF, Consequence, FindingKind, Sever
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 COVERING_MODULES = {
-    "verify": TESTS / "ops" / "test_verify_findings.py",
+    "verify": TESTS / "ops" / "checks" / "test_verify_findings.py",
     "scanner": TESTS / "scan" / "test_scanner_findings.py",
 }
 MAN_PAGE = REPO / "man" / "kdump-findings.7"
@@ -160,3 +160,63 @@ def test_man_page_shows_each_codes_consequence() -> None:
     for code, kind in CATALOG.items():
         entry = text.split(f".SS {code}\n", 1)[1].split(".SS ", 1)[0]
         assert f".B Consequence\n{kind.consequence.value}\n" in entry, code
+
+
+# Every error code whose catalog entry names no repair, with why no kdump repair fixes it: reviewed
+# code by code. A code that a repair does fix carries that repair in the catalog (and where it fixes
+# only some of its findings, the others carry none: `leader-epoch-mismatch`, tests/ops/
+# test_epoch_repair_hint.py). A new error code without a repair must be added here, with its reason.
+_RECORDS_AS_WRITTEN = (
+    "the batch's checksum holds, so the broker's recovery keeps it (LogSegment.recover checks size and "
+    "checksum only): the records are as the producer wrote them, and cutting them loses valid data"
+)
+_PERSON = "an entry of the file system, not bytes of the log: a person decides what it should be"
+_REMOTE = "remote storage: kdump repairs local files only"
+NO_REPAIR = {
+    "offset-hole": "the missing records are gone: a trim to the hole would take the valid data after it",
+    "offset-below-base": "the segment's name and its batches disagree: which is right is a person's call",
+    "offset-overflow": "the segment's name and its batches disagree: which is right is a person's call",
+    "unknown-codec": _RECORDS_AS_WRITTEN,
+    "record-count-mismatch": _RECORDS_AS_WRITTEN,
+    "wrapper-offset-mismatch": _RECORDS_AS_WRITTEN,
+    "inner-message-too-short": _RECORDS_AS_WRITTEN,
+    "record-decode-failed": _RECORDS_AS_WRITTEN,
+    "record-offset-invalid": _RECORDS_AS_WRITTEN,
+    "decompression-failed": _RECORDS_AS_WRITTEN,
+    "max-timestamp-mismatch": _RECORDS_AS_WRITTEN,
+    "checkpoint-corrupt": "no kdump repair rewrites a checkpoint; trim-tail reads none it cannot parse",
+    "leader-epoch-checkpoint-contradicted": "found by compare across replicas: which replica is right is "
+    "the controller's, not a file repair's",
+    "topic-id-mismatch": "which topic id is right is the metadata log's: no file repair decides it",
+    "unreadable-file": _PERSON,
+    "wrong-file-type": _PERSON,
+    "symlink-loop": _PERSON,
+    "dangling-symlink": _PERSON,
+    "unknown-entry": _PERSON,
+    "segment-name-invalid": _PERSON,
+    "partition-name-invalid": _PERSON,
+    "nothing-to-check": "nothing is damaged: the path holds nothing kdump recognises",
+    "incomplete-check": "nothing is damaged: the check stopped short of the bytes (run it again)",
+    "remote-index-cache-name-invalid": _REMOTE,
+    "remote-index-cache-corrupt": _REMOTE,
+    "remote-segment-missing": _REMOTE,
+    "remote-segment-mismatch": _REMOTE,
+    "remote-log-gap": _REMOTE,
+    "remote-metadata-missing": _REMOTE,
+    "archive-damaged": "the archive holding the copy is damaged, not the log: fetch the copy again",
+    "archive-member-truncated": "the archive holding the copy is damaged, not the log: fetch the copy again",
+}
+
+
+def test_every_error_code_without_a_repair_is_one_no_repair_fixes() -> None:
+    without = {c for c, k in CATALOG.items() if k.severity == Severity.ERROR and k.repair is None}
+    assert without == set(NO_REPAIR), "review each error code: name its repair, or say here why none fixes it"
+    # A repair named by the catalog is one kdump command line with a partition (and offset) to fill in.
+    for code, kind in CATALOG.items():
+        if kind.repair is not None:
+            assert kind.repair.split()[:2] in (["kdump", "trim-tail"], ["kdump", "reindex"]), code
+            assert "PARTITION" in kind.repair, code
+
+
+def test_leader_epoch_mismatch_names_the_trim_that_fixes_it_after_a_torn_tail() -> None:
+    assert CATALOG["leader-epoch-mismatch"].repair == "kdump trim-tail --apply PARTITION"

@@ -43,7 +43,7 @@ def _heavy_modules_after(statement: str) -> list[str]:
         "import kdump",
         "import kdump.cli",
         "import kdump.scan",
-        "import kdump.ops.verify",
+        "import kdump.ops.checks.verify",
         "import kdump.spark",
         "import kdump.spark.schema",
         "import kdump.spark.fleet",
@@ -66,8 +66,8 @@ NOT_FOR_SHALLOW_VERIFY = (
     "concurrent.futures",
     "kdump.formats.internal",
     "kdump.model.remote_store",
-    "kdump.ops.remote_metadata",
-    "kdump.ops.remote_verify",
+    "kdump.ops.tiered.remote_metadata",
+    "kdump.ops.checks.remote",
     "kdump.render.rows",
     "kdump.render.text",
 )
@@ -114,7 +114,7 @@ NOT_FOR_SEGMENTS_ALONE = (
     "kdump.formats.checkpoints",
     "kdump.formats.producer_snapshot",
     "kdump.model.remote_index_cache",
-    "kdump.ops.remote_cache_check",
+    "kdump.ops.checks.remote_cache",
     "kdump.store.buffers",
     "kdump.store.readers",
     # The reference path checks every index in Python, with the index decoders and checks.

@@ -1,29 +1,43 @@
 #!/usr/bin/env python3
-"""Build kdump as one executable file for Linux x86_64 that runs where glibc >= 2.31 (Debian 11).
+"""Build kdump as one executable file for Linux x86_64 that runs whatever the host's C library:
+glibc of any age, musl (Alpine, the apache/kafka image), or none at all (distroless, scratch).
 
     sudo python3 .ci/onefile/build.py [--out dist] [--cache ~/.cache/kdump/onefile]
 
 Why this way:
-- A frozen program needs the glibc of the machine it was built on or newer, so it is built on the
-  oldest system we can get here: a Debian 11 (bullseye, glibc 2.31) root made with debootstrap from
-  Debian's packages, entered with chroot. Building on the host (Debian 12) gave a file that needs
-  glibc 2.35 and refused RHEL 9, Amazon Linux 2023 and Debian 11.
+- A frozen program is linked against a C library and its loader (/lib64/ld-linux-x86-64.so.2);
+  Alpine has neither (musl's loader has another name), RHEL 8 and Amazon Linux 2 have too old a
+  glibc for a file built on a current system. So the file carries its own: PyInstaller freezes
+  kdump into one file, then staticx wraps that file in a static loader (built with musl, no
+  dependency on the host) that unpacks the program with the glibc, its loader and every library
+  it links to into a private temporary directory and runs it there. Every library comes from the
+  build root, so the file behaves the same on every host; only the kernel is the host's (glibc
+  2.31 needs Linux 3.2 or later). Alternatives: a musl build of CPython (no musl wheels of lz4,
+  cramjam, crc32c for every release; a second interpreter to compile and keep), a static CPython
+  (extension modules need dlopen, which a static musl binary lacks), or our own loader-carrying
+  launcher (staticx is that, maintained, with documented PyInstaller support: it adds the
+  libraries of the binaries packed inside the PyInstaller archive too).
+- Built in a Debian 11 (bullseye, glibc 2.31) root made with debootstrap from Debian's packages,
+  entered with chroot: the oldest release Debian's archive here still serves, so the carried glibc
+  needs the oldest kernel, and PyInstaller's floor check (inspect_bundle.py) stays meaningful.
 - Debian 11 has Python 3.9 and kdump needs 3.11, so CPython 3.11 is compiled in that root from the
   source Debian itself ships (the python3.11 source package of Debian 12: upstream 3.11.2 and
   Debian's backported security fixes, applied here; the Debian packaging patches are not).
 - PyInstaller freezes it: the freezer Python projects use most, kept up to date for CPython 3.11,
-  with a bootloader built for old glibc, hooks for the libraries kdump uses, and a one-file mode
-  (unpacks itself to a private temporary directory, runs, removes it) that needs no Python on the
-  host. Nuitka compiles to C instead (longer builds, a C compiler of the same age needed for the
-  same floor); PyOxidizer and shiv are unmaintained or need a Python on the host.
+  with hooks for the libraries kdump uses, and a one-file mode (unpacks itself to a private
+  temporary directory, runs, removes it) that needs no Python on the host. Nuitka compiles to C
+  instead (longer builds); PyOxidizer and shiv are unmaintained or need a Python on the host.
+- Both unpacking steps use $TMPDIR, else /tmp: a host without a writable /tmp (or with /tmp
+  mounted noexec) needs TMPDIR set to a directory that is (the README says so; the tests run the
+  file in a root with no /tmp at all that way).
 - Wheels come from PyPI (pinned in requirements.txt), fetched on the host by its pip and installed
   in the root with no index: the root needs no network beyond Debian's packages.
 
 Roots and sources are cached under --cache (a few hundred MB; the compiled CPython is reused while
 its source, patches and flags are the same). The file lands in --out as `kdump`, with `kdump.json`
-beside it: how it was built, its size, and the highest glibc symbol version any of its binaries
-asks for (the floor). Needs root (debootstrap, chroot, mount), debootstrap and network to Debian's
-packages and PyPI.
+beside it: how it was built, its size, the highest glibc symbol version the frozen program asks
+for, and the libraries (and glibc) the wrapper carries. Needs root (debootstrap, chroot, mount),
+debootstrap and network to Debian's packages and PyPI.
 """
 
 from __future__ import annotations
@@ -61,7 +75,10 @@ PYTHON_LABEL = "CPython 3.11.2 with Debian's security fixes (3.11.2-6+deb12u8)"
 # Debian's series lists its packaging patches (install layout, multiarch, ...) first, then the fixes
 # taken from upstream; from this one on, every patch is a fix and is applied.
 FIRST_UPSTREAM_FIX = "shutdown-deadlock.diff"
-CONFIGURE = ["--prefix=/opt/python", "--enable-shared", "LDFLAGS=-Wl,-rpath,/opt/python/lib"]
+# No rpath: Debian 11's linker writes it as DT_RUNPATH into libpython and every extension module,
+# which staticx refuses (a RUNPATH would send the loader to the host's /opt/python/lib before the
+# libraries it unpacked); the root's loader finds libpython through ld.so.conf.d instead.
+CONFIGURE = ["--prefix=/opt/python", "--enable-shared"]
 BUILD_PACKAGES = [
     "gcc",
     "make",
@@ -90,6 +107,11 @@ STDLIB_NEEDED = [
     "mmap",
     "_multiprocessing",
 ]
+STATICX = next(
+    line.split("==")[1].strip()
+    for line in (HERE / "requirements.txt").read_text().splitlines()
+    if line.startswith("staticx==")
+)
 COMPILED = ["kdump.formats._fastrecords", "kdump.formats._avrojson", "kdump.formats._fastwalk"]
 
 
@@ -211,6 +233,8 @@ def build_python(cache: Path, root: Root) -> None:
         f"./configure {' '.join(CONFIGURE)} >/build/python/configure.log 2>&1\n"
         f"make -j{os.cpu_count() or 2} >/build/python/make.log 2>&1\n"
         "make install >/build/python/install.log 2>&1\n"
+        "echo /opt/python/lib >/etc/ld.so.conf.d/kdump-python.conf\n"
+        "ldconfig\n"
         # Every module kdump or the freezer may load must have been built (make only warns).
         f"/opt/python/bin/python3.11 -c 'import {', '.join(STDLIB_NEEDED)}'\n"
     )
@@ -298,7 +322,7 @@ def main() -> int:
     shutil.copy2(HERE / "entry.py", build / "entry.py")
     shutil.copy2(HERE / "inspect_bundle.py", build / "inspect_bundle.py")
     info = {
-        "built_with": f"PyInstaller one-file, {PYTHON_LABEL}",
+        "built_with": f"PyInstaller one-file in staticx {STATICX}, {PYTHON_LABEL}",
         "built_on": f"{DEBIAN_VERSION}, glibc 2.31",
         "commit": commit,
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
@@ -323,7 +347,14 @@ def main() -> int:
         " --exclude-module pyspark --exclude-module pyarrow --exclude-module tkinter"
         f" --add-data {inside}/src/man:kdump/man --add-data {inside}/src/kdump/_build.json:kdump"
         f" {inside}/entry.py\n"
-        f"python {inside}/inspect_bundle.py {inside}/dist/kdump > {inside}/dist/bundle.json\n",
+        # The wrapper: the frozen file, its loader and every library it or the binaries packed in
+        # it link to, unpacked and run from $TMPDIR (staticx reads PyInstaller's archive itself).
+        # Not compressed: the frozen file is compressed already, and xz-decompressing it on every
+        # run cost 0.4 to 0.7 s of start-up for 3 MB less.
+        f"mv {inside}/dist/kdump {inside}/dist/kdump-pyinstaller\n"
+        f"staticx --no-compress --loglevel WARNING {inside}/dist/kdump-pyinstaller {inside}/dist/kdump\n"
+        f"python {inside}/inspect_bundle.py {inside}/dist/kdump-pyinstaller {inside}/dist/kdump"
+        f" > {inside}/dist/bundle.json\n",
         env={"SOURCE_DATE_EPOCH": str(int(time.time()))},
     )
     out: Path = args.out.resolve()
@@ -335,7 +366,8 @@ def main() -> int:
     (out / "kdump.json").write_text(json.dumps(info, indent=1) + "\n")
     log(
         f"{out / 'kdump'}: {info['size'] / 1e6:.1f} MB, glibc floor {bundle['glibc_floor']}"
-        f" ({bundle['glibc_floor_from']}), {time.monotonic() - start:.0f} s"
+        f" ({bundle['glibc_floor_from']}), carries glibc {bundle['carried_glibc']} and"
+        f" {len(bundle['carried_libraries'])} libraries, {time.monotonic() - start:.0f} s"
     )
     return 0
 

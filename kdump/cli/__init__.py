@@ -13,7 +13,7 @@ import click
 
 from kdump import __version__
 from kdump.cli.exit_codes import SHOW_COMMANDS, ExitCode
-from kdump.errors import KdumpError, LogDirLockedError, RefusedError, missing_module
+from kdump.errors import CannotRepairError, KdumpError, LogDirLockedError, RefusedError, missing_module
 
 # Commands are imported only when used, so `kdump seek-by-time` does not pay for verify's imports.
 COMMANDS = {
@@ -32,8 +32,9 @@ COMMANDS = {
 
 
 def version_text() -> str:
-    """`kdump --version`: the version, which record paths run compiled, and how this copy was
-    built when it is the one-file build (its build script leaves `_build.json` in the package)."""
+    """`kdump --version`: the version, which record paths run compiled, the C library it runs on, and
+    how this copy was built when it is the one-file build (its build script leaves `_build.json` in
+    the package)."""
     from pathlib import Path
 
     from kdump.formats.fast_records import load_compiled
@@ -42,12 +43,21 @@ def version_text() -> str:
     compiled = {"records": "_fastrecords", "batch walk": "_fastwalk", "Avro to JSON": "_avrojson"}
     found = [name for name, module in compiled.items() if load_compiled(module) is not None]
     lines.append(f"compiled paths: {', '.join(found) if found else 'none (the pure-Python reference path)'}")
+    from kdump.cli.c_library import c_library
+
+    lines.append(f"C library: {c_library()}")
     build = Path(__file__).resolve().parents[1] / "_build.json"
     if build.exists():
         import json
 
         info = json.loads(build.read_text(encoding="utf-8"))
         lines += [info["built_with"], f"built on {info['built_on']}, {info['date']}, from {info['commit']}"]
+    else:
+        import platform
+
+        lines.append(
+            f"build: Python package on {platform.python_implementation()} {platform.python_version()}"
+        )
     return "\n".join(lines)
 
 
@@ -153,7 +163,8 @@ def cli() -> None:
     Exit codes: 0 ok, 1 findings at or above --fail-on (verify), changes pending (dry run),
     replicas that diverge (compare) or where Kafka's tool would die (dump with Kafka's flags),
     2 usage error, 3 a path could not be read or written (or an optional dependency is missing),
-    4 repair refused (broker lock held),
+    4 repair refused (broker lock held), 5 a repair cannot be done here and nothing was touched (no
+    room, read-only or unwritable, not a partition),
     70 internal error (a bug: KDUMP_DEBUG=1 shows the traceback), 130 interrupted (Ctrl-C),
     141 output closed before verify or a repair finished (a dump whose reader stops exits 0).
 
@@ -206,7 +217,7 @@ def main() -> None:
             _end(int(code) if isinstance(code, int) else ExitCode.INTERNAL)
         _end(ExitCode.OK if cli.invoked in SHOW_COMMANDS else ExitCode.OUTPUT_CLOSED)
     except (_Interrupted, KeyboardInterrupt):
-        # Worker pools were stopped on the way out (kdump.ops.workers); say so in one line.
+        # Worker pools were stopped on the way out (kdump.ops.common.workers); say so in one line.
         _silence_stdout()
         _say("interrupted")
         _end(ExitCode.INTERRUPTED)
@@ -216,6 +227,9 @@ def main() -> None:
     except RefusedError as exc:
         click.echo(f"kdump: refused: {exc}", err=True)
         sys.exit(ExitCode.REFUSED)
+    except CannotRepairError as exc:
+        click.echo(f"kdump: cannot repair: {exc}", err=True)
+        sys.exit(ExitCode.CANNOT_REPAIR)
     except KdumpError as exc:
         click.echo(f"kdump: {exc}", err=True)
         sys.exit(ExitCode.UNREADABLE)
@@ -250,7 +264,7 @@ def _internal_error(exc: Exception) -> NoReturn:
 def _end(code: int) -> NoReturn:
     """Exit at once, after a closed pipe or Ctrl-C.
 
-    A worker pool stopped on the way here (kdump.ops.workers) may leave its manager thread blocked
+    A worker pool stopped on the way here (kdump.ops.common.workers) may leave its manager thread blocked
     reading a result that a terminated worker had half written; the interpreter joins that thread
     at exit and would wait forever. Nothing else is left to do: files were closed and temporary
     files removed as the stack unwound, and a log dir lock goes with the process.

@@ -10,9 +10,21 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, discover_all, engine_options, format_option, progress_bar, resolve_format
+from kdump.cli.output import (
+    could_not_read,
+    diag,
+    discover_all,
+    engine_options,
+    format_option,
+    progress_bar,
+    resolve_format,
+    say_problems,
+)
+from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
-from kdump.ops.compare import PartitionComparison, compare_partition, exit_code, group_replicas
+from kdump.ops.consumers import CommitTable, read_commits
+from kdump.ops.consumers.elections import election_impacts
+from kdump.ops.replicas.compare import PartitionComparison, compare_partition, exit_code, group_replicas
 
 
 @click.command("compare")
@@ -23,17 +35,33 @@ from kdump.ops.compare import PartitionComparison, compare_partition, exit_code,
     help="The replica that is (or will be) the leader: a partition directory given, or the log dir "
     "holding it. The others' truncation is computed against it. Default: each replica in turn.",
 )
+@click.option(
+    "--commits",
+    "commits_paths",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    metavar="PATH",
+    help="Where the groups' committed offsets are: a log dir or __consumer_offsets-N directory "
+    "(repeatable; default: the log dirs of the replicas). For each replica as leader, the groups hurt.",
+)
 @engine_options
 @format_option
 def compare_command(
-    paths: tuple[str, ...], leader: str | None, engine: str, master: str | None, fmt: str | None
+    paths: tuple[str, ...],
+    leader: str | None,
+    engine: str,
+    master: str | None,
+    fmt: str | None,
+    commits_paths: tuple[str, ...] = (),
 ) -> None:
     """Compare the replicas of partitions: where they agree, where they diverge, what truncation removes.
 
     PATH is a partition directory (the same topic-partition copied from several brokers) or a log
     dir (partitions are matched by directory name across log dirs). Replicas are walked together
     batch by batch; each divergent range is a lag, a conflict or a gap. The truncation point of
-    each follower is computed as the broker's OffsetsForLeaderEpoch exchange computes it.
+    each follower is computed as the broker's OffsetsForLeaderEpoch exchange computes it. For each
+    replica as leader, it says which consumer groups' commits that election puts out of range or
+    invalidates, and where they resume (committed offsets from --commits or the replicas' log dirs).
     Nothing is ever written.
 
     \b
@@ -74,7 +102,13 @@ def compare_command(
         sys.exit(fleet_code)
     if master is not None:
         raise click.UsageError("--master goes with --engine spark")
+    if commits_paths and engine == "spark":
+        raise click.UsageError("--commits goes with --engine local")
     targets, failed = discover_all(paths)
+    commits = _LazyCommits(commits_paths, targets)
+    # A replica entry that is not read (a FIFO named like a segment): the comparison lacks it.
+    unread = [f for t in targets for p in t.partitions() for f in (*t.problems, *p.problems)]
+    failed = say_problems([f for f in unread if could_not_read(f)]) or failed
     groups, notes = group_replicas(targets)
     for note in notes:
         diag(note)
@@ -91,6 +125,7 @@ def compare_command(
             if bar is not None:
                 bar.clear()  # stdout may be the same terminal: never print onto the bar
             _print(result, fmt)
+            _print_elections(result, commits, fmt, leader is not None, bool(commits_paths))
             if bar is not None:
                 bar(sum(d.log_bytes for d in dirs))
     code = exit_code(results, failed or not groups)
@@ -132,6 +167,48 @@ def _print(result: PartitionComparison, fmt: str) -> None:
         render.write_rich(make_console(sys.stdout), result)
     else:
         sys.stdout.write("\n".join(render.partition_lines(result)) + "\n")
+    sys.stdout.flush()
+
+
+class _LazyCommits:
+    """The commits of --commits, or of the log dirs holding the replicas: read on first need, once."""
+
+    def __init__(self, given: tuple[str, ...], targets: list[Target]) -> None:
+        self.given = given
+        self.targets = targets
+        self.table: CommitTable | None = None
+
+    def get(self) -> CommitTable:
+        if self.table is None:
+            from kdump.render.consumers import commit_problems
+
+            dirs = self.given or tuple(sorted({str(t.log_dir_path) for t in self.targets if t.log_dir_path}))
+            self.table = read_commits(dirs) if dirs else CommitTable()
+            for line in commit_problems(self.table):
+                diag(line)
+        return self.table
+
+
+def _print_elections(
+    result: PartitionComparison, lazy: _LazyCommits, fmt: str, one_leader: bool, asked: bool
+) -> None:
+    from kdump.render.consumers import election_lines, impact_rows
+
+    if result.refused or not result.replicas:
+        return
+    commits = lazy.get()
+    elections = election_impacts(result, commits)
+    if one_leader:
+        labels = {t.leader for t in result.truncations}
+        elections = [e for e in elections if e.leader in labels]
+    if fmt == "json":
+        for e in elections:
+            for row in impact_rows(e.impacts, e.leader, e.leader):
+                sys.stdout.write(json.dumps(row, separators=(",", ":")) + "\n")
+    else:
+        lines = election_lines(elections, commits, asked=asked)
+        if lines:
+            sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
 
 

@@ -28,8 +28,8 @@ from kdump.errors import KdumpError
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.model.log_dir import Target
-from kdump.ops.dump import DumpEvent, DumpFilter, DumpOptions, dump_targets
-from kdump.ops.internal import DECODERS
+from kdump.ops.dump.internal import DECODERS
+from kdump.ops.dump.stream import DumpEvent, DumpFilter, DumpOptions
 from kdump.render.rows import ENCODINGS
 
 if TYPE_CHECKING:
@@ -181,6 +181,8 @@ def dump_command(
         with stack:
             # At a terminal the streamed output is the progress; a bar goes with output to a file or pipe.
             bar = None if sys.stdout.isatty() else progress_bar(stack, targets, fmt, "dumping")
+            from kdump.ops.payloads.dumped import dump_targets
+
             events = unchecked.watch(
                 _where(_advancing(dump_targets(targets, options), bar), options, encoding)
             )
@@ -294,7 +296,8 @@ def _dump_parallel(
 ) -> None:
     """Records decoded on every core for big logs; everything else as usual, in order. Batches not
     decompressed (their codec's library cannot be loaded here) are counted in `unchecked`."""
-    from kdump.ops.dump import batch_events_for_expansion, dump_item, dump_items
+    from kdump.ops.dump.stream import batch_events_for_expansion, dump_items
+    from kdump.ops.payloads.dumped import dump_item
     from kdump.render.jsonl import write_jsonl
     from kdump.render.parallel import write_parallel
     from kdump.render.text import write_text
@@ -344,7 +347,7 @@ def _where(events: Iterator[DumpEvent], options: DumpOptions, encoding: str) -> 
     """The events, with only the records `--where` keeps (all of them without it)."""
     if options.payloads is None or options.payloads.where is None:
         return events
-    from kdump.ops.where import compile_where
+    from kdump.ops.payloads.where import compile_where
     from kdump.render.where_filter import filter_where
 
     return filter_where(events, compile_where(options.payloads.where), encoding)
@@ -354,7 +357,7 @@ def _show_transactions(targets: list[Target], fmt: str) -> None:
     """The --transactions view: one line (or JSON object) per transaction, then counts."""
     import json
 
-    from kdump.ops.transactions import transactions_of
+    from kdump.ops.dump.transactions import transactions_of
 
     parts = [p for t in targets for p in t.partitions()]
     for report in transactions_of(parts):

@@ -13,6 +13,9 @@ class ExitCode(IntEnum):
     USAGE = 2  # bad command line
     UNREADABLE = 3  # a path could not be read (or written), or what was read could not be checked (no codec)
     REFUSED = 4  # a repair was refused (a broker holds the log dir's lock, or it is unsafe)
+    CANNOT_REPAIR = (
+        5  # a repair refused before touching anything: no room, read-only or unwritable, not a partition
+    )
     INTERNAL = 70  # a bug in kdump (EX_SOFTWARE); KDUMP_DEBUG=1 shows the traceback
     INTERRUPTED = 130  # Ctrl-C (SIGINT), as a shell reports it: 128 + 2
     OUTPUT_CLOSED = 141  # a verdict was cut short by a closed output pipe: 128 + SIGPIPE (13)

@@ -175,8 +175,8 @@ def run(kafka: dict[str, Any], paths: tuple[str, ...], max_bytes: int | None) ->
         ToolAbort,
         ToolOptions,
         ToolReport,
-        dump_lines,
     )
+    from kdump.render.kafka_tool_files import dump_lines
 
     release = kafka["kafka_version"] or NEWEST_KAFKA
     for flag, since in _FLAG_SINCE.items():

@@ -101,12 +101,18 @@ def allow_unknown_option(fn: F) -> F:
 
 
 def discover_all(
-    paths: tuple[str, ...], *, allow_unknown: bool = False, expand_dirs: bool = True
+    paths: tuple[str, ...],
+    *,
+    allow_unknown: bool = False,
+    expand_dirs: bool = True,
+    keep_unread: bool = False,
 ) -> tuple[list[Target], bool]:
     """Classify every path (a path given twice counts once); say on stderr what a path was taken
     to be where its name does not say (a file read by its content, a directory of log dirs);
     report the unreadable ones there. With `expand_dirs`, a directory of log dirs becomes
-    the log dirs under it, and the findings about its own entries are said on stderr."""
+    the log dirs under it, and the findings about its own entries are said on stderr. A path
+    that is no regular file (a FIFO, socket or device) is never read: it is said on stderr, counts
+    as unreadable (exit 3), and is left out unless `keep_unread` (verify reports it instead)."""
     unknown = Severity.INFO if allow_unknown else Severity.ERROR
     targets: list[Target] = []
     failed = False
@@ -125,6 +131,9 @@ def discover_all(
             continue
         if target.note is not None or target.kind == "log-dirs":
             diag(f"{p}: taken as {target.taken_as()}")
+        if not keep_unread and target.kind == "file" and any(could_not_read(f) for f in target.problems):
+            failed = say_problems(list(target.problems)) or failed
+            continue
         if expand_dirs and target.kind == "log-dirs":
             for t in expand([target]):
                 if t.kind == "log-dirs":
@@ -138,6 +147,18 @@ def discover_all(
 
 # Findings that mean kdump could not read what it was given: a repair stops with exit 3 on them.
 UNREADABLE_CODES = frozenset({"unreadable-file", "symlink-loop", "dangling-symlink"})
+
+
+def could_not_read(f: Finding) -> bool:
+    """Whether a finding says kdump could not read what it was given: an unreadable entry, or a FIFO,
+    socket or device where a file was expected (`wrong-file-type`, never read: reading could block
+    or never end). A directory named like a segment is `wrong-file-type` too, but the broker skips
+    it and so does kdump: that one is a finding, not an input left unread."""
+    if f.code in UNREADABLE_CODES:
+        return True
+    return f.code == "wrong-file-type" and " is a directory" not in f.message
+
+
 # Findings that mean kdump could not check what it read: a codec's library is missing or broken here.
 # Every command that needed the codec exits 3 on them, as for a path it could not read.
 UNCHECKED_CODES = frozenset({"codec-unavailable"})
@@ -149,7 +170,7 @@ def say_problems(problems: list[Finding]) -> bool:
     failed = False
     for f in problems:
         diag(f"{f.file}: {f.code}: {f.message}")
-        failed = failed or f.code in UNREADABLE_CODES
+        failed = failed or could_not_read(f)
     return failed
 
 

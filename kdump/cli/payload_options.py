@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from kdump.cli.output import diag
-from kdump.ops.payload_events import SOURCES, TYPES, PayloadOptions
+from kdump.ops.dump.payload_events import SOURCES, TYPES, PayloadOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -124,8 +124,8 @@ def prepare(options: PayloadOptions, targets: list[Path]) -> None:
         PathError: a schema source cannot be read, or a library is missing (exit 3).
         click.BadParameter: --where is not a jq expression (exit 2).
     """
-    from kdump.ops.payloads import open_decoder
-    from kdump.ops.where import WhereError, compile_where
+    from kdump.ops.payloads.decode import open_decoder
+    from kdump.ops.payloads.where import WhereError, compile_where
     from kdump.render.text import finding_line
 
     if options.where is not None:

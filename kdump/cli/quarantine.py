@@ -10,7 +10,7 @@ import click
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import allow_unknown_option, discover_all, format_option, resolve_format, say_problems
 from kdump.cli.repair import LocalPath, check_backup_dir, repair_options, write_rows
-from kdump.ops.quarantine import QuarantinePlan, apply_quarantine, plan_quarantine
+from kdump.ops.repair.quarantine import QuarantinePlan, apply_quarantine, plan_quarantine
 
 
 @click.command("quarantine")

@@ -10,18 +10,25 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import UNCHECKED_CODES, format_option, progress_bar, resolve_format
+from kdump.cli.output import (
+    UNCHECKED_CODES,
+    could_not_read,
+    format_option,
+    progress_bar,
+    resolve_format,
+    say_problems,
+)
 from kdump.cli.repair import interval_options
 from kdump.errors import KdumpError
 from kdump.model.log_dir import discover
 from kdump.model.partition import PartitionDir
-from kdump.ops.reindex import DEFAULT_INDEX_INTERVAL_BYTES
-from kdump.ops.topic_config import IntervalResolver
+from kdump.ops.common.topic_config import IntervalResolver
+from kdump.ops.repair.reindex import DEFAULT_INDEX_INTERVAL_BYTES
 from kdump.render.rows import ENCODINGS
 
 
 @click.command("salvage")
-@click.argument("partition_dir", type=click.Path())
+@click.argument("partition_dir", type=click.Path(), metavar="PATH")
 @click.option(
     "--out",
     "out",
@@ -54,7 +61,8 @@ def salvage_command(
     """Get back every batch of a damaged partition that still verifies, past every damaged region.
 
     The broker's recovery truncates a segment at its first invalid batch and deletes every later
-    segment. salvage reads PARTITION_DIR (never writing to it) and writes into --out DIR:
+    segment. salvage reads PATH, a partition directory or a segment file given alone (never
+    writing to it), and writes into --out DIR:
 
     \b
       records.jsonl             every record of every batch whose checksum verifies, as
@@ -69,16 +77,19 @@ def salvage_command(
                                 what was recovered after it and how (also printed)
 
     \b
-    Exit codes: 0 nothing was damaged, 1 damage was cut out (the report says what was lost), a
-    leftover segment was not read, or the clean partition does not verify, 2 usage, 3 cannot read
-    or write, or records could not be decompressed (codec-unavailable), 4 refused (--out).
+    Exit codes: 0 everything that verifies was written (the report says what was lost, if
+    anything), 1 the salvage is incomplete: the clean partition does not verify or records of a
+    kept batch do not decode, 2 usage, 3 cannot read or write, or records could not be decompressed
+    (codec-unavailable), 4 refused (--out), 5 no room or not writable for the output
+    (nothing written). So `kdump salvage --out DIR P && kdump trim-tail
+    --apply P` trims only once the salvage is written.
 
     \b
     Examples:
       kdump salvage /var/lib/kafka/data/orders-0 --out /srv/salvage/orders-0
       kdump salvage --format json orders-0 --out /tmp/s | jq .lost_offsets
     """
-    from kdump.ops.salvage_output import salvage
+    from kdump.ops.salvage.output import salvage
     from kdump.render.salvage import batch_lines, record_lines, text_report
 
     fmt = resolve_format(fmt)
@@ -87,9 +98,22 @@ def salvage_command(
     except KdumpError as exc:
         click.echo(f"kdump: {exc}", err=True)
         sys.exit(ExitCode.UNREADABLE)
-    if target.kind != "partition":
-        raise click.UsageError(f"{partition_dir} is not a partition directory (salvage takes one)")
-    part = PartitionDir.load(target.path)
+    if target.kind == "file" and any(could_not_read(f) for f in target.problems):
+        say_problems(list(target.problems))  # a FIFO, socket or device: never read
+        sys.exit(ExitCode.UNREADABLE)
+    if target.kind == "file" and target.segments:
+        # A segment given alone (a copy such as `copy.log`): salvaged as a partition of that one
+        # segment, named after the directory holding it.
+        part = PartitionDir(target.path.resolve().parent, None, None, segments=list(target.segments))
+    elif target.kind != "partition":
+        raise click.UsageError(
+            f"{partition_dir} is not a partition directory or a segment (salvage takes one)"
+        )
+    else:
+        part = target.partitions()[0]  # as discovered: listed once
+    # Entries of the partition that are not read (a FIFO named like a segment): said now, and the
+    # salvage, whole for everything else, exits 3 at the end: what they held is not in it.
+    unread = say_problems([f for f in (*target.problems, *part.problems) if could_not_read(f)])
     resolver = IntervalResolver(index_interval_bytes, metadata_log, DEFAULT_INDEX_INTERVAL_BYTES)
     interval, source = resolver.for_partition(part.path, target.log_dir_path)
     with ExitStack() as stack:
@@ -102,6 +126,8 @@ def salvage_command(
             parquet=not no_parquet,
             interval_source=source,
             progress=progress_bar(stack, [target], fmt, "salvaging"),
+            source=target.path if target.kind == "file" else None,
+            rerun=_rerun(partition_dir, out, encoding, no_parquet, interval),
         )
     if fmt == "json":
         sys.stdout.write(json.dumps(result.report, separators=(",", ":")) + "\n")
@@ -117,7 +143,20 @@ def salvage_command(
             err=True,
         )
         sys.exit(ExitCode.UNREADABLE)
+    if unread:
+        click.echo("kdump: some entries of the partition were not read (see above)", err=True)
+        sys.exit(ExitCode.UNREADABLE)
     if not result.ok:
         click.echo("kdump: the salvage is incomplete: see the errors above", err=True)
         sys.exit(ExitCode.FINDINGS)
-    sys.exit(ExitCode.OK if result.plan.complete else ExitCode.FINDINGS)
+    # What was lost is the report's to say; the exit status says the salvage wrote all it could, so
+    # that `salvage ... && trim-tail --apply ...` goes on to the trim.
+    sys.exit(ExitCode.OK)
+
+
+def _rerun(partition_dir: str, out: Path, encoding: str, no_parquet: bool, interval: int) -> list[str]:
+    """The same salvage, as a command to paste once a failed write's cause is fixed."""
+    words = ["kdump", "salvage", "--out", str(out), "--encoding", encoding]
+    if no_parquet:
+        words.append("--no-parquet")
+    return [*words, "--index-interval-bytes", str(interval), partition_dir]

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag
+from kdump.cli.output import could_not_read, diag, say_problems
 from kdump.errors import KdumpError
 
 
@@ -45,8 +45,8 @@ def schemas_command(paths: tuple[str, ...], fmt: str, show_schema: bool, write_d
       kdump schemas --format json --show-schema /var/lib/kafka/data/_schemas-0
       kdump schemas --write rebuilt-registry /backup/broker1
     """
-    from kdump.ops.schema_catalog import read_schemas_log, schemas_partitions
-    from kdump.ops.schema_export import summary_row, version_row, write_schemas
+    from kdump.ops.payloads.schema_catalog import read_schemas_log, schemas_partitions
+    from kdump.ops.payloads.schema_export import summary_row, version_row, write_schemas
     from kdump.render.text import finding_line
 
     given = [Path(p) for p in paths]
@@ -55,6 +55,7 @@ def schemas_command(paths: tuple[str, ...], fmt: str, show_schema: bool, write_d
         if not parts:
             diag(f"no _schemas partition in {', '.join(paths)}")
             sys.exit(ExitCode.UNREADABLE)
+        unread = _unread(parts)
         log, findings = read_schemas_log(parts)
     except KdumpError as exc:
         diag(str(exc))
@@ -99,3 +100,17 @@ def schemas_command(paths: tuple[str, ...], fmt: str, show_schema: bool, write_d
             diag(str(exc))
             sys.exit(ExitCode.UNREADABLE)
         diag(f"wrote {len(written) - 1} schemas and manifest.json into {write_dir}")
+    if unread:
+        sys.exit(ExitCode.UNREADABLE)
+
+
+def _unread(parts: list[Path]) -> bool:
+    """Say on stderr the entries of the partitions that are not read (FIFOs, sockets, devices,
+    unreadable files); True when there is one: the listing then lacks what they might hold."""
+    from kdump.model.log_dir import discover
+
+    problems = []
+    for part in parts:
+        target = discover(str(part))
+        problems += [*target.problems, *(f for p in target.partitions() for f in p.problems)]
+    return say_problems([f for f in problems if could_not_read(f)])

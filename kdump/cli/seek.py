@@ -15,7 +15,8 @@ from kdump.cli.output import diag, discover_all, format_option, progress_bar, re
 from kdump.cli.timespec import parse_time_ms
 from kdump.errors import KdumpError
 from kdump.model.log_dir import looks_like_log_dir
-from kdump.ops.seek import (
+from kdump.ops.common.topic_config import TopicConfigs
+from kdump.ops.seek.by_time import (
     SPECIAL_TARGETS,
     LogDirCheckpoints,
     SeekResult,
@@ -23,8 +24,7 @@ from kdump.ops.seek import (
     load_log_dir_checkpoints,
     seek_partition,
 )
-from kdump.ops.tiered import TieredContext
-from kdump.ops.topic_config import TopicConfigs
+from kdump.ops.tiered.partitions import TieredContext
 
 # ListOffsets' sentinel timestamps (ListOffsetsRequest.LATEST_TIMESTAMP and friends, KIP-1005, KIP-1023).
 _SENTINELS: dict[int, SeekTarget] = {

@@ -12,8 +12,8 @@ import click
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import (
     UNCHECKED_CODES,
-    UNREADABLE_CODES,
     allow_unknown_option,
+    could_not_read,
     diag,
     discover_all,
     engine_options,
@@ -24,8 +24,8 @@ from kdump.cli.output import (
 from kdump.errors import KdumpError
 from kdump.findings import Severity
 from kdump.model.log_dir import expand
-from kdump.ops.tiered import TieredContext
-from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
+from kdump.ops.checks.verify import PartitionReport, VerifyOptions, verify_targets
+from kdump.ops.tiered.partitions import TieredContext
 
 
 @click.command("verify")
@@ -71,6 +71,15 @@ from kdump.ops.verify import PartitionReport, VerifyOptions, verify_targets
     help="Check tiered storage against the __remote_log_metadata in this directory: a "
     "__remote_log_metadata-N partition or a log dir holding them (repeatable; default: the log dirs given).",
 )
+@click.option(
+    "--show",
+    type=click.Choice(["info", "warning", "error"], case_sensitive=False),
+    default="info",
+    show_default=True,
+    help="Show findings of this severity or worse, and a partition's line only where it has one "
+    "(or was not wholly checked); the total always counts everything. The exit status is --fail-on's.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="Show errors only: the same as --show error.")
 @allow_unknown_option
 @format_option
 def verify_command(
@@ -85,6 +94,8 @@ def verify_command(
     output: str | None,
     allow_empty: bool,
     remote_log_metadata: tuple[str, ...],
+    show: str,
+    quiet: bool,
     allow_unknown: bool,
     fmt: str | None,
 ) -> None:
@@ -120,10 +131,13 @@ def verify_command(
       kdump verify --remote-log-metadata /copies/broker1 /mnt/tiered-store
     """
     threshold = Severity.parse(fail_on)
+    floor = Severity.ERROR if quiet else Severity.parse(show)
     fmt = resolve_format(fmt)
     stores, paths = split_remote_stores(paths)
     targets, unreadable = (
-        discover_all(paths, allow_unknown=allow_unknown, expand_dirs=False) if paths else ([], False)
+        discover_all(paths, allow_unknown=allow_unknown, expand_dirs=False, keep_unread=True)
+        if paths
+        else ([], False)
     )
     options = VerifyOptions(deep=deep, max_bytes=max_bytes, jobs=jobs, allow_empty=allow_empty)
     tiered = tiered_context(targets, remote_log_metadata)
@@ -134,14 +148,14 @@ def verify_command(
 
         reports = run_fleet_verify(targets, options, master=master, output=output)
         code = _write_junit(junit, reports, threshold, _exit_code(reports, threshold, unreadable))
-        _print_reports(reports, fmt, code)
+        _print_reports(reports, fmt, code, floor=floor)
     else:
         if master is not None or output is not None:
             raise click.UsageError("--master and --output go with --engine spark")
         with ExitStack() as stack:
             progress = progress_bar(stack, targets, fmt, "verifying")
             reports = []
-            printer = _Printer(fmt)
+            printer = _Printer(fmt, floor)
             for report in verify_targets(targets, options, progress, tiered):
                 reports.append(report)
                 if progress is not None:
@@ -189,7 +203,7 @@ def verify_stores(stores: list[Path], tiered: TieredContext, options: VerifyOpti
     if not stores:
         return  # without loading the remote store's modules
     from kdump.model.remote_store import RemoteStore
-    from kdump.ops.remote_verify import verify_remote_store
+    from kdump.ops.checks.remote import verify_remote_store
 
     for path in stores:
         yield from verify_remote_store(RemoteStore.load(path), tiered.store_metadata(), options)
@@ -212,7 +226,7 @@ def _write_junit(junit: str | None, reports: list[PartitionReport], threshold: S
 
 def _exit_code(reports: list[PartitionReport], threshold: Severity, unreadable: bool) -> int:
     # Unread paths and records no codec here could decompress: not checked, never a pass (3 wins over 1).
-    if unreadable or any(f.code in UNREADABLE_CODES | UNCHECKED_CODES for r in reports for f in r.findings):
+    if unreadable or any(could_not_read(f) or f.code in UNCHECKED_CODES for r in reports for f in r.findings):
         return int(ExitCode.UNREADABLE)
     if any((r.worst() or 0) >= threshold for r in reports):
         return int(ExitCode.FINDINGS)
@@ -222,8 +236,9 @@ def _exit_code(reports: list[PartitionReport], threshold: Severity, unreadable: 
 class _Printer:
     """Streams reports as they complete, in the chosen format."""
 
-    def __init__(self, fmt: str) -> None:
+    def __init__(self, fmt: str, floor: Severity = Severity.INFO) -> None:
         self.fmt = fmt
+        self.floor = floor
         self.console = None
         if fmt == "rich":
             from kdump.render.rich_tty import make_console
@@ -233,31 +248,39 @@ class _Printer:
     def report(self, r: PartitionReport) -> None:
         from kdump.render import report as render
 
+        shown = [f for f in r.findings if f.severity >= self.floor]
+        if not render.worth_a_line(r, self.floor):
+            return
         if self.fmt == "json":
             import json
 
-            for row in [*render.finding_rows(r), render.report_summary_row(r)]:
+            for row in [*render.finding_rows(r, shown), render.report_summary_row(r)]:
                 sys.stdout.write(json.dumps(row, separators=(",", ":")) + "\n")
         elif self.console is not None:
-            from kdump.render.rich_tty import finding_text
+            from kdump.render.rich_tty import finding_text, print_whole_lines
 
-            for f in r.findings:
-                self.console.print(finding_text(f))
+            for f in shown:
+                print_whole_lines(self.console, finding_text(f))
         else:
-            sys.stdout.write("\n".join(render.report_lines(r)) + "\n")
+            sys.stdout.write("\n".join(render.report_lines(r, shown)) + "\n")
         sys.stdout.flush()
 
     def finish(self, reports: list[PartitionReport], code: int) -> None:
-        _print_reports(reports, self.fmt, code, only_total=True, console=self.console)
+        _print_reports(reports, self.fmt, code, only_total=True, console=self.console, floor=self.floor)
 
 
 def _print_reports(
-    reports: list[PartitionReport], fmt: str, code: int, only_total: bool = False, console: Any = None
+    reports: list[PartitionReport],
+    fmt: str,
+    code: int,
+    only_total: bool = False,
+    console: Any = None,
+    floor: Severity = Severity.INFO,
 ) -> None:
     from kdump.render import report as render
 
     if not only_total:
-        printer = _Printer(fmt)
+        printer = _Printer(fmt, floor)
         for r in reports:
             printer.report(r)
         console = printer.console
@@ -269,7 +292,7 @@ def _print_reports(
     elif console is not None:
         from kdump.render.rich_tty import verify_table
 
-        verify_table(console, reports, code)
+        verify_table(console, [r for r in reports if render.worth_a_line(r, floor)], code)
     else:
         f = total["findings"]
         coverage = render.coverage_text(total["log_bytes"], total["checked_bytes"], total["limited"])

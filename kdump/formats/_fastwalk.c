@@ -510,7 +510,7 @@ static inline void put_be32(uint8_t *p, uint32_t v) {
     p[3] = (uint8_t)v;
 }
 
-/* The .index and .timeindex bytes of a segment's valid batches (kdump/ops/reindex.py's
+/* The .index and .timeindex bytes of a segment's valid batches (kdump/ops/repair/reindex.py's
  * build_segment_indexes then encode_offset_index / encode_time_index): an offset entry for a batch
  * that starts more than `interval` bytes after the last entry's batch, a time entry with it when
  * the largest timestamp so far grew, and a last time entry for the largest timestamp. None when

@@ -189,7 +189,7 @@ class RangedSource:
         """`forward_only`: the lazy buffer is read by one forward scan, which may hand back what
         it has passed (`kdump.store.buffers.SparseBuffer`)."""
         self._forward_only = forward_only
-        from kdump.store.readers import open_reader
+        from kdump.store.opening import open_reader
 
         self.path = path
         self._reader = open_reader(str(path))

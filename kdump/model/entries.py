@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from kdump.errors import PathError
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.filenames import (
     BOOTSTRAP_CHECKPOINT,
@@ -91,10 +92,12 @@ def readable(p: Probe) -> str | None:
     """None when a regular file opens for reading, else why not (root reads anything; others may not)."""
     if isinstance(p.path, StoredPath):
         return None  # listed by its store, and read by ranges from there
+    from kdump.scan.source import open_regular
+
     try:
-        fd = os.open(p.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+        fd = open_regular(p.path)
     except OSError as exc:
-        return exc.strerror or str(exc)
+        return str(exc) if isinstance(exc, PathError) else exc.strerror or str(exc)
     os.close(fd)
     return None
 

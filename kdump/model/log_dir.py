@@ -2,9 +2,12 @@
 
 A path may name a single file, a partition directory, a whole log dir (partition directories,
 `meta.properties` and the checkpoint files), or a directory holding log dirs (an incident team's
-`copies/broker1/`, `copies/broker2/`). Every entry under it is classified by `kdump.model.entries`;
-what is not recognised or cannot be read becomes a finding of the directory that holds it. Kafka
-holds an exclusive lock on `<log dir>/.lock` while a broker uses the directory.
+`copies/broker1/`, `copies/broker2/`). `discover` resolves the path once (`kdump.store.queries.as_path`)
+and reads it through one `Listing` (`kdump.model.listing`): each directory is listed once and each
+entry looked at once, whatever classification asks of them (content first, then names). Every entry
+under it is classified by `kdump.model.entries`; what is not recognised or cannot be read becomes a
+finding of the directory that holds it. Kafka holds an exclusive lock on `<log dir>/.lock` while a
+broker uses the directory.
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ from kdump.model.entries import (
     readable,
     unknown_finding,
 )
+from kdump.model.listing import Listing
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment, base_offset_from_content
-from kdump.store.locations import is_stored
 from kdump.store.queries import as_path, can_list
 
 LOCK_FILE = ".lock"
@@ -60,21 +63,24 @@ class LogDir:
     remote_index_cache: Path | None = None
 
     @classmethod
-    def load(cls, path: Path, *, unknown: Severity = Severity.ERROR) -> LogDir:
+    def load(
+        cls, path: Path, *, unknown: Severity = Severity.ERROR, listing: Listing | None = None
+    ) -> LogDir:
         """List and classify a log dir's entries (no file contents are read)."""
+        listing = listing or Listing()
         log_dir = cls(path)
-        names = list_dir(path)
+        names = listing.names(path)
         if isinstance(names, str):
             raise PathError(f"cannot list {path}: {names}")
         for name in names:
             p = path / name
-            pr = probe(p)
+            pr = listing.probe(p)
             if pr.type == FileType.DIR and name == REMOTE_LOG_INDEX_CACHE:
                 log_dir.remote_index_cache = p
                 continue
             if pr.type == FileType.DIR:
                 if parse_partition_dir_name(name) is None:
-                    if not _holds_segments(p):
+                    if not _holds_segments(p, listing):
                         log_dir.problems.append(unknown_finding(pr, "log dir", unknown))
                         continue
                     log_dir.problems.append(
@@ -86,7 +92,7 @@ class LogDir:
                         )
                     )
                 try:
-                    log_dir.partitions.append(PartitionDir.load(p, unknown=unknown))
+                    log_dir.partitions.append(PartitionDir.load(p, unknown=unknown, listing=listing))
                 except PathError as exc:
                     log_dir.problems.append(make_finding("unreadable-file", str(p), str(exc)))
                 continue
@@ -107,8 +113,8 @@ class LogDir:
         return log_dir
 
 
-def _holds_segments(path: Path) -> bool:
-    names = list_dir(path)
+def _holds_segments(path: Path, listing: Listing) -> bool:
+    names = listing.names(path)
     return not isinstance(names, str) and any(parse_segment_file_name(n) is not None for n in names)
 
 
@@ -127,42 +133,44 @@ def _holds_log_dir_files(names: list[str]) -> bool:
     return any(n in LOG_DIR_FILES and n != LOCK_FILE for n in names)
 
 
-def _is_log_dir_by_content(path: Path) -> bool:
+def _is_log_dir_by_content(path: Path, listing: Listing) -> bool:
     """`meta.properties`, a log-dir checkpoint, or a directory holding partition files: what a broker
     keeps in a log dir, whatever the directory is called (`kafka-1` is a broker's as often as a
     partition's name)."""
-    names = list_dir(path)
+    names = listing.names(path)
     if isinstance(names, str):
         return False
     if _holds_log_dir_files(names):
         return True
     for n in names:
-        sub = list_dir(path / n) if (path / n).is_dir() else ""
+        sub = listing.names(path / n) if listing.is_dir(path / n) else ""
         if not isinstance(sub, str) and _holds_partition_files(sub):
             return True
     return False
 
 
-def looks_like_partition_dir(path: Path) -> bool:
+def looks_like_partition_dir(path: Path, listing: Listing | None = None) -> bool:
     """A directory holding segment files or partition state files; else one named like `<topic>-<n>`
     that holds nothing of a log dir (content first: `kafka-1` holding `meta.properties` is a log dir)."""
-    names = list_dir(path)
+    listing = listing or Listing()
+    names = listing.names(path)
     if isinstance(names, str):
         return parse_partition_dir_name(path.name) is not None
     if _holds_partition_files(names):
         return True
-    return parse_partition_dir_name(path.name) is not None and not _is_log_dir_by_content(path)
+    return parse_partition_dir_name(path.name) is not None and not _is_log_dir_by_content(path, listing)
 
 
-def looks_like_log_dir(path: Path) -> bool:
+def looks_like_log_dir(path: Path, listing: Listing | None = None) -> bool:
     """A directory holding log-dir-level files or partition directories (by content, or by name when
     empty of anything else)."""
-    names = list_dir(path)
+    listing = listing or Listing()
+    names = listing.names(path)
     if isinstance(names, str):
         return False
     if _holds_log_dir_files(names):
         return True
-    return any((path / n).is_dir() and looks_like_partition_dir(path / n) for n in names)
+    return any(listing.is_dir(path / n) and looks_like_partition_dir(path / n, listing) for n in names)
 
 
 def looks_like_remote_store(path: Path) -> bool:
@@ -268,41 +276,43 @@ def discover(given: str, *, unknown: Severity = Severity.ERROR) -> Target:
     Raises:
         PathError: it does not exist or cannot be read.
     """
-    # URLs and tarballs are listed once here; their paths answer from that listing (kdump.store).
-    path = as_path(given) if is_stored(given) else Path(given)
-    pr = probe(path)
+    # The location is resolved once: URLs and tarballs are listed here, and their paths answer from
+    # that listing (kdump.store); every directory under it is then listed once (`Listing`).
+    path = as_path(given)
+    listing = Listing()
+    pr = listing.probe(path)
     if pr.type == FileType.MISSING:
         raise PathError(f"{given}: no such file or directory")
     if pr.type == FileType.FILE:
         why = readable(pr)
         if why is not None:
             raise PathError(f"{given}: cannot read: {why}")
-        return _file_target(given, path)
+        return _file_target(given, path, listing)
     if pr.type != FileType.DIR:
         problems = entry_findings(pr, "a Kafka file or directory")
         return Target(given, path, "file", None, tuple(problems), note=f"a {pr.type.value}")
-    if not can_list(path) or isinstance(list_dir(path), str):
+    if not can_list(path) or isinstance(listing.names(path), str):
         raise PathError(f"{given}: permission denied")
     if path.name == REMOTE_LOG_INDEX_CACHE:  # the broker's fixed name
         # Given on its own: checked as the log dir above it would check it, without its partitions.
         return Target(given, path, "log-dir", path.parent, remote_index_cache=path)
-    return _dir_target(given, path, unknown, 0)
+    return _dir_target(given, path, unknown, 0, listing)
 
 
-def _dir_target(given: str, path: Path, unknown: Severity, depth: int) -> Target:
-    if looks_like_partition_dir(path) and not looks_like_log_dir(path):
-        part = PartitionDir.load(path, unknown=unknown)
-        return Target(given, path, "partition", _holding_log_dir(path.resolve()), parts=(part,))
-    if looks_like_log_dir(path) or depth >= MAX_LOG_DIR_DEPTH:
-        return _log_dir_target(given, path, unknown)
+def _dir_target(given: str, path: Path, unknown: Severity, depth: int, listing: Listing) -> Target:
+    if looks_like_partition_dir(path, listing) and not looks_like_log_dir(path, listing):
+        part = PartitionDir.load(path, unknown=unknown, listing=listing)
+        return Target(given, path, "partition", _holding_log_dir(path.resolve(), listing), parts=(part,))
+    if looks_like_log_dir(path, listing) or depth >= MAX_LOG_DIR_DEPTH:
+        return _log_dir_target(given, path, unknown, listing)
     children = []
     problems: list[Finding] = []
-    names = list_dir(path)
+    names = listing.names(path)
     for name in names if not isinstance(names, str) else []:
         p = path / name
-        pr = probe(p)
-        if pr.type == FileType.DIR and _holds_log_dirs(p, depth + 1):
-            child = _dir_target(os.path.join(given, name), p, unknown, depth + 1)
+        pr = listing.probe(p)
+        if pr.type == FileType.DIR and _holds_log_dirs(p, depth + 1, listing):
+            child = _dir_target(os.path.join(given, name), p, unknown, depth + 1, listing)
             children.append(replace(child, among_log_dirs=True) if child.kind == "log-dir" else child)
         elif pr.type in (FileType.DIR, FileType.FILE):
             problems.append(unknown_finding(pr, "directory of log dirs", unknown))
@@ -311,23 +321,23 @@ def _dir_target(given: str, path: Path, unknown: Severity, depth: int) -> Target
     if not children:
         # Nothing Kafka-shaped anywhere below: call it a log dir with no partitions, so its entries
         # are reported as unrecognised and the command says it found nothing to work on.
-        return _log_dir_target(given, path, unknown)
+        return _log_dir_target(given, path, unknown, listing)
     return Target(given, path, "log-dirs", None, tuple(problems), tuple(children))
 
 
-def _holds_log_dirs(path: Path, depth: int) -> bool:
-    if looks_like_log_dir(path) or looks_like_partition_dir(path):
+def _holds_log_dirs(path: Path, depth: int, listing: Listing) -> bool:
+    if looks_like_log_dir(path, listing) or looks_like_partition_dir(path, listing):
         return True
     if depth >= MAX_LOG_DIR_DEPTH:
         return False
-    names = list_dir(path)
+    names = listing.names(path)
     return not isinstance(names, str) and any(
-        (path / n).is_dir() and _holds_log_dirs(path / n, depth + 1) for n in names
+        listing.is_dir(path / n) and _holds_log_dirs(path / n, depth + 1, listing) for n in names
     )
 
 
-def _log_dir_target(given: str, path: Path, unknown: Severity) -> Target:
-    log_dir = LogDir.load(path, unknown=unknown)
+def _log_dir_target(given: str, path: Path, unknown: Severity, listing: Listing) -> Target:
+    log_dir = LogDir.load(path, unknown=unknown, listing=listing)
     problems = list(log_dir.problems)
     problems.extend(leftover_finding(p) for p in log_dir.leftovers)
     return Target(
@@ -342,9 +352,9 @@ def _log_dir_target(given: str, path: Path, unknown: Severity) -> Target:
     )
 
 
-def _file_target(given: str, path: Path) -> Target:
+def _file_target(given: str, path: Path, listing: Listing | None = None) -> Target:
     parent = path.resolve().parent
-    log_dir = _holding_log_dir(parent)
+    log_dir = _holding_log_dir(parent, listing or Listing())
     kind = file_kind(path)
     info = parse_segment_file_name(path.name)
     described = leftover_description(path, kind, _size(path))
@@ -382,10 +392,10 @@ def _segment_at(log: Path, base: int) -> Segment:
     return Segment(base, log, sibling(".index"), sibling(".timeindex"), sibling(".txnindex"))
 
 
-def _holding_log_dir(partition_path: Path) -> Path | None:
+def _holding_log_dir(partition_path: Path, listing: Listing) -> Path | None:
     """The log dir holding a partition directory: its parent, when that looks like one."""
     parent = partition_path.parent
-    if looks_like_log_dir(parent) and parse_partition_dir_name(partition_path.name) is not None:
+    if looks_like_log_dir(parent, listing) and parse_partition_dir_name(partition_path.name) is not None:
         return parent
     return None
 

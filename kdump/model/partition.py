@@ -24,11 +24,10 @@ from kdump.model.entries import (
     broker_offset_from_name,
     classify_name,
     entry_findings,
-    list_dir,
-    probe,
     readable,
     unknown_finding,
 )
+from kdump.model.listing import Listing
 from kdump.model.segment import Segment, base_offset_from_content
 
 _INDEX_KINDS = ("index", "timeindex", "txnindex")
@@ -73,16 +72,19 @@ class PartitionDir:
         return self.path.name
 
     @classmethod
-    def load(cls, path: Path, *, unknown: Severity = Severity.ERROR) -> PartitionDir:
+    def load(
+        cls, path: Path, *, unknown: Severity = Severity.ERROR, listing: Listing | None = None
+    ) -> PartitionDir:
         """List and classify a partition directory (no file contents are read, except the first
         batch of a segment whose name gives no base offset).
 
         Raises:
             PathError: the directory cannot be listed.
         """
+        listing = listing or Listing()
         parsed = parse_partition_dir_name(path.name)
         part = cls(path, parsed.topic if parsed else None, parsed.partition if parsed else None)
-        names = list_dir(path)
+        names = listing.names(path)
         if isinstance(names, str):
             raise PathError(f"cannot list {path}: {names}")
         found: dict[int, dict[str, Path]] = {}
@@ -90,7 +92,7 @@ class PartitionDir:
         for name in names:
             p = path / name
             kind = classify_name(name, "partition")
-            pr = probe(p)
+            pr = listing.probe(p)
             if pr.type != FileType.FILE:
                 if pr.type == FileType.DIR and kind == NameKind.UNKNOWN:
                     part.problems.append(unknown_finding(pr, "partition directory", unknown))

@@ -12,7 +12,7 @@ tried on Kafka 3.9.1 and 4.4.0 brokers:
 - a name the broker gets past without using it (a valid id with an unknown suffix): ignored
   (`unknown-entry` at info);
 - the three files of a segment: opened and sanity-checked, and any failure stops the broker
-  (`kdump.ops.remote_cache_check` checks them).
+  (`kdump.ops.checks.remote_cache` checks them).
 
 Listing only: no file content is read here.
 """

@@ -2,7 +2,8 @@
 
 `SegmentView` owns "where do I start reading this segment for offset O (or time T)": the offset
 index's answer (`OffsetIndex.lookup`), and the time index's (`TimeIndex.lookup`, in
-`kdump.model.segment_time`), each checked against the log before it is used:
+`kdump.model.segment_time`, which reads the segment through a view), each checked against the log
+before it is used:
 
 - the index files are checked as `kdump.model.index_view` describes (size, order of a sample and
   of every slot a search probes, zero slots only as an active segment's preallocation);
@@ -29,7 +30,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from kdump.findings import Finding, Severity
 from kdump.formats.batch import BatchHeader
@@ -42,11 +43,10 @@ from kdump.formats.time_index import TimeIndexEntry, time_index_entry_at, time_i
 from kdump.model.byte_source import ByteSource, SourceOpener, fetch_ahead, fetch_entry, open_local
 from kdump.model.index_view import IndexFile, ReadLedger, load_index, out_of_order, preallocated_pair
 from kdump.model.segment import Segment
+from kdump.scan.batch_checks import decode_batch_records
 from kdump.scan.events import ScanMode, ScanSummary
-from kdump.scan.log_scanner import decode_batch_records, plausible_entry_at, scan_log
-
-if TYPE_CHECKING:
-    from kdump.model.segment_time import SegmentMax
+from kdump.scan.log_scanner import scan_log
+from kdump.scan.resync import plausible_entry_at
 
 __all__ = ["LogTail", "SegmentView", "low_offset"]
 
@@ -482,18 +482,3 @@ class SegmentView:
     def full(self) -> LogTail:
         """Every batch of the valid log (the tail's scan, when it started at 0)."""
         return self.tail if self.tail.start == 0 else self.scan_tail(0)
-
-    # -- the time index, checked (kdump.model.segment_time) --
-
-    @cached_property
-    def largest(self) -> SegmentMax:
-        """`LogSegment.largestTimestamp`, with every time index slot it relies on checked."""
-        from kdump.model.segment_time import largest_timestamp
-
-        return largest_timestamp(self)
-
-    def start_for_time(self, t: int) -> tuple[int, BatchHeader | None]:
-        """`timeIndex.lookup(t)`, checked: the offset (and, when found, its batch) to read from."""
-        from kdump.model.segment_time import start_for_time
-
-        return start_for_time(self, t)

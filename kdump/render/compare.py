@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kdump.findings import Severity
-from kdump.ops.compare import (
+from kdump.ops.replicas.compare import (
     Divergence,
     PartitionComparison,
     Side,
@@ -15,7 +15,7 @@ from kdump.ops.compare import (
     Uncomparable,
     broker_cache,
 )
-from kdump.ops.replica import Replica
+from kdump.ops.replicas.replica import Replica
 from kdump.render.rows import finding_row
 from kdump.render.text import finding_line
 
@@ -264,7 +264,7 @@ def write_rich(console: Any, c: PartitionComparison) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from kdump.render.rich_tty import finding_text
+    from kdump.render.rich_tty import finding_text, print_whole_lines
 
     replicas = Table(title=f"partition {c.name}", title_justify="left")
     for name in ("replica", "log start", "log end", "epochs (start)", "batches", "records", "errors"):
@@ -284,7 +284,7 @@ def write_rich(console: Any, c: PartitionComparison) -> None:
     console.print(replicas)
     for f in c.findings:
         if f.severity > Severity.INFO:
-            console.print(finding_text(f))
+            print_whole_lines(console, finding_text(f))
     for u in c.uncomparable:
         console.print(
             Text(

@@ -13,9 +13,9 @@ from typing import IO, Any
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.files import Entry, FileStart
-from kdump.ops.internal import InternalRecord
-from kdump.ops.payload_events import PayloadRecord
+from kdump.ops.dump.files import Entry, FileStart
+from kdump.ops.dump.internal import InternalRecord
+from kdump.ops.dump.payload_events import PayloadRecord
 from kdump.render import rows
 from kdump.scan.events import ScanSummary
 

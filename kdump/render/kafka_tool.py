@@ -199,34 +199,6 @@ def base_offset_of(path: Path) -> int:
         raise ToolAbort("java.lang.NumberFormatException", f'For input string: "{head}"') from None
 
 
-def dump_lines(arg: str, opts: ToolOptions, report: ToolReport) -> Iterator[str]:
-    """Everything Kafka prints on stdout for one `--files` entry."""
-    from kdump.render import kafka_tool_index as idx
-
-    shown = shown_path(arg)
-    path = Path(arg)
-    yield f"Dumping {shown}"
-    name = path.name
-    dot = name.rfind(".")
-    if dot < 0:
-        raise ToolAbort(
-            "java.lang.StringIndexOutOfBoundsException", f"begin -1, end {len(name)}, length {len(name)}"
-        )
-    suffix = name[dot:]
-    if suffix in (".log", ".checkpoint"):
-        yield from log_lines(path, shown, opts, report)
-    elif suffix == ".index":
-        yield from idx.index_lines(path, shown, opts, report)
-    elif suffix == ".timeindex":
-        yield from idx.time_index_lines(path, shown, opts, report)
-    elif suffix == ".snapshot":
-        yield from idx.snapshot_lines(path, opts, report)
-    elif suffix == ".txnindex":
-        yield from idx.txn_index_lines(path)
-    else:
-        report.say(f"Ignoring unknown file {shown}")
-
-
 _API = "org.apache.kafka.tools.api."
 DECODER_CLASSES = {
     f"{_API}StringDecoder": "string",

@@ -28,7 +28,11 @@ from typing import IO, Any
 from kdump.findings import Finding, Severity
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.dump import (
+from kdump.ops.common.workers import process_pools_work, worker_pool
+from kdump.ops.dump.files import CONTEXT, FileStart
+from kdump.ops.dump.internal import InternalRecord
+from kdump.ops.dump.payload_events import PayloadTally
+from kdump.ops.dump.stream import (
     UNCHECKED,
     DumpEvent,
     DumpOptions,
@@ -37,10 +41,6 @@ from kdump.ops.dump import (
     decode_expanded,
     expand_batches,
 )
-from kdump.ops.files import CONTEXT, FileStart
-from kdump.ops.internal import InternalRecord
-from kdump.ops.payload_events import PayloadTally
-from kdump.ops.workers import worker_pool
 from kdump.render import fast_lines
 from kdump.scan.events import ScanSummary
 from kdump.scan.source import open_buffer
@@ -193,6 +193,8 @@ def write_parallel(
     sink = getattr(out, "buffer", None)
     turns: _Turns | None = None
     pool_context: contextlib.AbstractContextManager[Executor]
+    if jobs > 1 and not process_pools_work():
+        jobs = 1  # no /dev/shm: the same output, rendered in this process
     if jobs <= 1:
         pool_context = _InlineExecutor()
     else:

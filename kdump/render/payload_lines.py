@@ -1,7 +1,7 @@
 """Record-level dump chunks with keys and values decoded (and `--where`), for `render.parallel`.
 
 A worker decodes a chunk's records (the compiled record path where it applies), decodes their keys
-and values with the decoder its process inherited (`ops.payloads.registered_decoder`), keeps the
+and values with the decoder its process inherited (`ops.payloads.decode.registered_decoder`), keeps the
 records `--where` accepts, and renders them; its keys' and values' tally goes back to the main
 process, which adds the chunks' tallies up and shows them, with the per-schema findings, before the
 file's summary.
@@ -18,10 +18,10 @@ from typing import Any
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.dump import DumpOptions, batches_span, count_finding, decode_expanded, expand_batches
-from kdump.ops.files import CONTEXT, FileStart
-from kdump.ops.payload_events import PayloadRecord, PayloadTally
-from kdump.ops.payloads import PayloadDecoder, attach_payloads, count_findings, registered_decoder
+from kdump.ops.dump.files import CONTEXT, FileStart
+from kdump.ops.dump.payload_events import PayloadRecord, PayloadTally
+from kdump.ops.dump.stream import DumpOptions, batches_span, count_finding, decode_expanded, expand_batches
+from kdump.ops.payloads.decode import PayloadDecoder, attach_payloads, count_findings, registered_decoder
 from kdump.render import rows
 from kdump.scan.events import ScanSummary
 from kdump.scan.source import open_buffer
@@ -87,7 +87,7 @@ def _work(
         shown = list(attach_payloads(expanded, decoder, label))
         tally = decoder.take_tally(label)
     if payloads.where is not None:
-        from kdump.ops.where import compile_where
+        from kdump.ops.payloads.where import compile_where
         from kdump.render.where_filter import filter_where
 
         shown = list(filter_where(shown, compile_where(payloads.where), encoding, label))

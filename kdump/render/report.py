@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kdump.findings import Severity
-from kdump.ops.verify import PartitionReport
+from kdump.findings import Finding, Severity
+from kdump.ops.checks.verify import PartitionReport
 
 # `render.rows` and `render.text` (record and payload rendering, the internal topics' decoders) are
 # imported where a finding is rendered: a clean verify never loads them.
@@ -127,13 +127,22 @@ def overall_row(reports: Sequence[PartitionReport], exit_code: int) -> dict[str,
     }
 
 
-def report_lines(r: PartitionReport) -> list[str]:
-    """Text lines: one per finding, then the partition's summary."""
+def worth_a_line(r: PartitionReport, floor: Severity) -> bool:
+    """Whether a report is shown under a severity floor (`verify --show`): always at info; above it,
+    where it has a finding at or above the floor, or is not plainly ok (unchecked records)."""
+    if floor <= Severity.INFO:
+        return True
+    return any(r.total(s) for s in Severity if s >= floor) or status_text(r) != "ok"
+
+
+def report_lines(r: PartitionReport, shown: Sequence[Finding] | None = None) -> list[str]:
+    """Text lines: one per finding (those `shown`, by default all), then the partition's summary."""
     lines: list[str] = []
-    if r.findings:
+    listed = r.findings if shown is None else shown
+    if listed:
         from kdump.render.text import finding_line
 
-        lines = [finding_line(f) for f in r.findings]
+        lines = [finding_line(f) for f in listed]
     status = status_text(r)
     findings = f"{r.total(Severity.ERROR)} errors, {r.total(Severity.WARNING)} warnings, {r.total(Severity.INFO)} info"
     coverage = coverage_text(r.log_bytes, r.checked_bytes, r.limited)
@@ -148,13 +157,14 @@ def report_lines(r: PartitionReport) -> list[str]:
     return lines
 
 
-def finding_rows(r: PartitionReport) -> list[dict[str, Any]]:
-    """JSON rows of a report's findings."""
-    if not r.findings:
+def finding_rows(r: PartitionReport, shown: Sequence[Finding] | None = None) -> list[dict[str, Any]]:
+    """JSON rows of a report's findings (those `shown`, by default all)."""
+    findings = r.findings if shown is None else shown
+    if not findings:
         return []
     from kdump.render.rows import finding_row
 
-    return [finding_row(f) for f in r.findings]
+    return [finding_row(f) for f in findings]
 
 
 def junit_xml(reports: Sequence[PartitionReport], fail_on: Severity) -> str:

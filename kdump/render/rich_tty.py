@@ -16,8 +16,8 @@ from typing import IO, TYPE_CHECKING, Any
 from kdump.findings import Finding, Severity
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.files import Entry, FileStart
-from kdump.ops.internal import InternalRecord
+from kdump.ops.dump.files import Entry, FileStart
+from kdump.ops.dump.internal import InternalRecord
 from kdump.render import rows
 from kdump.render.text import entry_line, finding_line, summary_line
 from kdump.scan.events import ScanSummary
@@ -49,6 +49,13 @@ def finding_text(f: Finding) -> Any:
     return Text(finding_line(f), style=SEVERITY_STYLE[f.severity])
 
 
+def print_whole_lines(console: Console, renderable: Any) -> None:
+    """Print without rich breaking a line: a finding's repair hint and its paths stay on one line,
+    which the terminal wraps on screen and copies whole (a hint broken by a newline, pasted into a
+    shell, runs half a command)."""
+    console.print(renderable, soft_wrap=True, crop=False)
+
+
 @dataclass(frozen=True, slots=True)
 class Col:
     """A table column, and what may happen to it when the terminal is too narrow.
@@ -71,7 +78,12 @@ _WRAP_MIN = 12
 
 
 def fitted_table(
-    title: str, cols: Sequence[Col], rows: Sequence[tuple[Sequence[str], str | None]], width: int
+    title: str,
+    cols: Sequence[Col],
+    rows: Sequence[tuple[Sequence[str], str | None]],
+    width: int,
+    *,
+    fold_kept: bool = True,
 ) -> Table:
     """A rich table of `rows` that fits `width` without cutting a `keep` column.
 
@@ -106,8 +118,11 @@ def fitted_table(
         if total() <= width:
             break
         shown.remove(i)
-    fold_kept = total() > width
-    t = Table(title=title, title_justify="left")
+    too_wide = total() > width
+    # fold_kept False (paths an operator copies): the kept columns stay whole on one line each and
+    # the table is as wide as they need; the caller prints it uncropped, the terminal wraps it.
+    fold_kept = too_wide and fold_kept
+    t = Table(title=title, title_justify="left", width=total() if too_wide and not fold_kept else None)
     for i in shown:
         c = cols[i]
         if c.wraps or (c.keep and fold_kept):
@@ -255,7 +270,7 @@ def write_rich(
             pending.append((_batch_cells(ev), None if ev.crc_ok else "bold red"))
         elif isinstance(ev, Finding):
             flush()
-            console.print(finding_text(ev))
+            print_whole_lines(console, finding_text(ev))
         elif isinstance(ev, ScanSummary):
             flush()
             console.print(summary_line(ev), style="bold green" if ev.findings_error == 0 else "bold red")
@@ -355,4 +370,6 @@ def verify_table(console: Console, reports: Any, exit_code: int) -> None:
             str(r.total(Severity.INFO)),
         ]
         rows.append((cells, "bold red" if errors else None))
-    console.print(fitted_table(title, VERIFY_COLS, rows, console.width))
+    # Partition names are paths an operator copies: never folded (the table grows wider instead).
+    table = fitted_table(title, VERIFY_COLS, rows, console.width, fold_kept=False)
+    console.print(table, crop=False)

@@ -19,13 +19,14 @@ from kdump.formats.constants import CODEC_LABELS, ControlType, TimestampType
 from kdump.formats.control import decode_control_key, decode_end_txn_marker
 from kdump.formats.filenames import parse_partition_dir_name
 from kdump.formats.records import Record
-from kdump.ops.files import Entry, FileStart
-from kdump.ops.payload_events import PayloadRecord
+from kdump.ops.dump.files import Entry, FileStart
+from kdump.ops.dump.payload_events import PayloadRecord
 from kdump.scan.events import ScanSummary
+from kdump.store.hints import repair_command
 
 if TYPE_CHECKING:
     # Only for annotations: the internal-topic decoders cost ~10 ms to import at every start.
-    from kdump.ops.internal import InternalRecord
+    from kdump.ops.dump.internal import InternalRecord
 
 ENCODINGS = ("utf8", "hex", "base64")
 
@@ -224,7 +225,7 @@ def finding_row(f: Finding) -> dict[str, Any]:
         "position": f.position,
         "offset": f.offset,
         "message": f.message,
-        "repair": f.repair,
+        "repair": repair_command(f),
     }
     for k, v in f.details.items():
         row.setdefault(k, v)
@@ -258,6 +259,19 @@ def summary_row(s: ScanSummary) -> dict[str, Any]:
         "deep": s.deep,
         "partial": s.partial,
         "end_position": s.scanned_bytes,
+        # A filtered dump only: what it showed of the file.
+        **(
+            {}
+            if s.shown is None
+            else {
+                "shown": {
+                    "batches": s.shown.batches,
+                    "records": s.shown.records,
+                    "first_offset": s.shown.first_offset,
+                    "last_offset": s.shown.last_offset,
+                }
+            }
+        ),
     }
 
 

@@ -1,7 +1,7 @@
 """The salvage report as text, and the record lines of `records.jsonl`.
 
 Record lines are `dump --records --format json` record lines (`kdump.render.jsonl.record_line`);
-the text report is read off the report dictionary `kdump.ops.salvage_report` builds, so the two
+the text report is read off the report dictionary `kdump.ops.salvage.report` builds, so the two
 reports cannot disagree.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.salvage_output import BatchLines, RecordLine
+from kdump.ops.salvage.output import BatchLines, RecordLine
 from kdump.render.fast_lines import LineRenderer
 from kdump.render.jsonl import record_line
 

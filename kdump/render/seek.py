@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from kdump.ops.seek import SeekResult
+from kdump.ops.seek.by_time import SeekResult
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -86,7 +86,14 @@ def seek_table(console: Console, results: Sequence[SeekResult]) -> None:
     """A table of answers, one row per partition, then each partition's notes and findings."""
     from rich.text import Text
 
-    from kdump.render.rich_tty import Col, common_root, finding_text, fitted_table, relative_label
+    from kdump.render.rich_tty import (
+        Col,
+        common_root,
+        finding_text,
+        fitted_table,
+        print_whole_lines,
+        relative_label,
+    )
 
     # One invocation asks one TIME: it goes in the title, leaving the width to the partitions, which
     # are named relative to the directory they all lie in (their ends tell them apart).
@@ -127,4 +134,4 @@ def seek_table(console: Console, results: Sequence[SeekResult]) -> None:
         for f in r.findings:
             line = finding_text(f)
             line.pad_left(2)
-            console.print(line)
+            print_whole_lines(console, line)

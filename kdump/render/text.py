@@ -16,15 +16,16 @@ from kdump.errors import DecodeError
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.files import Entry, FileStart
-from kdump.ops.payload_events import PayloadRecord, PayloadTally
+from kdump.ops.dump.files import Entry, FileStart
+from kdump.ops.dump.payload_events import PayloadRecord, PayloadTally
 from kdump.render import rows
 from kdump.render.kafka_decoded import NEWEST_KAFKA, kafka_decoded_text
 from kdump.scan.events import ScanSummary
+from kdump.store.hints import repair_command
 
 if TYPE_CHECKING:
     # Only for annotations: the internal-topic decoders cost ~10 ms to import at every start.
-    from kdump.ops.internal import InternalRecord
+    from kdump.ops.dump.internal import InternalRecord
 
 
 _SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
@@ -163,7 +164,7 @@ def finding_line(f: Finding) -> str:
     """One finding: severity, code, file:position, offset, message, repair."""
     where = f.file if f.position is None else f"{f.file}:{f.position}"
     offset = "" if f.offset is None else f" offset {f.offset}"
-    repair = f" (repair: {f.repair})" if f.repair else ""
+    repair = f" (repair: {repair_command(f)})" if repair_command(f) else ""
     return f"{f.severity.label.upper()} {f.code} at {where}{offset}: {f.message}{repair}"
 
 
@@ -187,8 +188,15 @@ def summary_line(s: ScanSummary) -> str:
         if s.partial
         else f"valid bytes {s.valid_bytes} of {s.size}"
     )
+    shown = ""
+    if s.shown is not None:
+        # A filtered dump: what it showed first, then the file's own counts.
+        sh = s.shown
+        what = f"{sh.batches} batches" + ("" if sh.records is None else f", {sh.records} records")
+        where = "" if sh.first_offset is None else f", offsets {sh.first_offset}..{sh.last_offset}"
+        shown = f"shown {what}{where}; of "
     return (
-        f"Summary: {s.batch_count} batches, {records}, {offsets}, "
+        f"Summary: {shown}{s.batch_count} batches, {records}, {offsets}, "
         f"{covered}, stopped: {s.stop_reason}, "
         f"findings: {s.findings_error} errors, {s.findings_warning} warnings, {s.findings_info} info"
     )
@@ -196,12 +204,22 @@ def summary_line(s: ScanSummary) -> str:
 
 def entry_line(e: Entry) -> str:
     """An entry of an index, snapshot or checkpoint, as `key: value` pairs."""
-    return " ".join(f"{k}: {v}" for k, v in e.fields.items())
+    return " ".join(f"{k}: {field_text(v)}" for k, v in e.fields.items())
+
+
+def field_text(value: Any) -> str:
+    """A field's value as text: documents and lists as JSON (never a Python repr such as
+    `{'version': 0}`), everything else as it prints."""
+    if isinstance(value, (dict, list, tuple)):
+        import json
+
+        return json.dumps(value, separators=(", ", ": "), default=str, ensure_ascii=False)
+    return str(value)
 
 
 def write_text(events: Iterable[Any], out: IO[str], *, encoding: str = "utf8") -> None:
     """Write dump events as text lines."""
-    from kdump.ops.internal import InternalRecord
+    from kdump.ops.dump.internal import InternalRecord
 
     batch: BatchHeader | None = None
     buf: list[str] = []

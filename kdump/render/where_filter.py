@@ -10,9 +10,9 @@ from typing import Any
 
 from kdump.formats.batch import BatchHeader
 from kdump.formats.records import Record
-from kdump.ops.files import FileStart
-from kdump.ops.internal import InternalRecord
-from kdump.ops.payload_events import PayloadRecord
+from kdump.ops.dump.files import FileStart
+from kdump.ops.dump.internal import InternalRecord
+from kdump.ops.dump.payload_events import PayloadRecord
 from kdump.render import jsonl, rows
 
 

@@ -36,6 +36,17 @@ class StopReason(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Shown:
+    """What a filtered dump showed of one file: batches, records (None where the batches' records
+    were not read and a legacy wrapper gives no count), and their offsets."""
+
+    batches: int
+    records: int | None
+    first_offset: int | None
+    last_offset: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class ScanSummary:
     """The end of one file's scan.
 
@@ -69,6 +80,8 @@ class ScanSummary:
     # offset, or only the last offset of such a wrapper (the first is then unknown, at most that).
     uncounted_batches: int = 0
     first_offset_known: bool = True
+    # A filtered dump (`--from-offset`, `--key`, ...): what it showed of the file, else None.
+    shown: Shown | None = None
 
     @property
     def next_offset(self) -> int | None:

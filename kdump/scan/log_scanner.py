@@ -20,225 +20,33 @@ read in place; payloads are decompressed and records decoded only when `deep=Tru
 
 from __future__ import annotations
 
-import mmap
-import re
-import struct
 from collections.abc import Callable, Iterator
 from typing import Literal, overload
 
-from kdump.errors import (
-    CodecError,
-    CodecUnavailableError,
-    MessageTooShortError,
-    TruncatedError,
-    WrapperOffsetError,
-)
 from kdump.findings import Finding, Severity, make_finding
-from kdump.formats import fast_records, fast_walk
+from kdump.formats import fast_walk
 from kdump.formats.batch import (
     ENTRY_PREFIX,
-    BatchHeader,
     decode_legacy_header,
     decode_v2_header,
-    legacy_crc,
-    v2_crc,
 )
-from kdump.formats.codecs import decompress
 from kdump.formats.constants import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
     MAX_RELATIVE_OFFSET,
     MIN_BATCH_LENGTH,
-    V1_RECORD_OVERHEAD,
-    V2_HEADER_SIZE,
-    ControlType,
-    TimestampType,
 )
-from kdump.formats.control import decode_control_key, decode_end_txn_marker
-from kdump.formats.records import Record, decode_legacy_message, decode_legacy_records, decode_v2_records
+from kdump.formats.records import Record
+from kdump.scan.batch_checks import (
+    WRAPPER_OFFSET_CODES,
+    check_offsets,
+    codec_unavailable,
+    decode_batch_records,
+)
 from kdump.scan.events import Event, ScanMode, ScanSummary, StopReason
+from kdump.scan.pages import EVICT_EVERY, READY_AHEAD, READY_FIRST, Buffer, all_zero, page_evicter
+from kdump.scan.resync import find_next_entry, min_length
 from kdump.scan.runs import check_run_records
-
-Buffer = bytes | bytearray | memoryview
-
-_NONZERO = re.compile(rb"[^\x00]")
-_MAGIC_BYTE = re.compile(rb"[\x00-\x02]")
-_LENGTH = struct.Struct(">i")
-
-
-def _min_length(magic: int) -> int:
-    """Smallest valid length field for a format (entry size minus the 12-byte log overhead)."""
-    if magic == 2:
-        return V2_HEADER_SIZE - LOG_OVERHEAD
-    if magic == 1:
-        return V1_RECORD_OVERHEAD
-    return MIN_BATCH_LENGTH
-
-
-_V2_FIELDS = struct.Struct(">qiibIhi8x8xqhii")  # through recordsCount, skipping the timestamps
-_LEGACY_FIELDS = struct.Struct(">qiIbB")
-
-
-def _structurally_plausible(buf: Buffer, q: int, length: int, magic: int) -> bool:
-    """Cheap header checks that random bytes almost never pass, made before any checksum.
-
-    Without them a resync through dense garbage would checksum every candidate's claimed length,
-    which grows with the square of the garbage's size.
-    """
-    if magic == 2:
-        if length < V2_HEADER_SIZE - LOG_OVERHEAD:
-            return False
-        base, _len, _epoch, _magic, _crc, attributes, delta, producer_id, producer_epoch, base_seq, count = (
-            _V2_FIELDS.unpack_from(buf, q)
-        )
-        # Kafka writes attribute bits 7..15 as zero and codecs 0..4; offsets and counts are sane.
-        return bool(
-            attributes & ~0x7F == 0
-            and attributes & 0x07 <= 4
-            and base >= 0
-            and 0 <= count <= delta + 1
-            and producer_id >= -1
-            and producer_epoch >= -1
-            and base_seq >= -1
-        )
-    offset, _len, _crc, _magic, attributes = _LEGACY_FIELDS.unpack_from(buf, q)
-    if offset < 0 or attributes & ~0x0F or attributes & 0x07 > 3:
-        return False
-    # A legacy message's key and value lengths account for its length exactly.
-    pos = q + LOG_OVERHEAD + (V1_RECORD_OVERHEAD if magic == 1 else MIN_BATCH_LENGTH) - 8
-    end = q + LOG_OVERHEAD + length
-    (key_len,) = _LENGTH.unpack_from(buf, pos)
-    if key_len < -1 or pos + 4 + max(key_len, 0) + 4 > end:
-        return False
-    (value_len,) = _LENGTH.unpack_from(buf, pos + 4 + max(key_len, 0))
-    return bool(value_len >= -1 and pos + 8 + max(key_len, 0) + max(value_len, 0) == end)
-
-
-def plausible_entry_at(buf: Buffer, q: int, end: int) -> bool:
-    """Whether a checksum-valid entry with a sane header and length starts at `q` and ends by `end`."""
-    if q + HEADER_SIZE_UP_TO_MAGIC >= end:
-        return False
-    magic = buf[q + 16]
-    if magic > 2:
-        return False
-    (length,) = _LENGTH.unpack_from(buf, q + 8)
-    if length < _min_length(magic) or q + LOG_OVERHEAD + length > end:
-        return False
-    if not _structurally_plausible(buf, q, length, magic):
-        return False
-    size = length + LOG_OVERHEAD
-    stored = struct.unpack_from(">I", buf, q + (17 if magic == 2 else 12))[0]
-    return bool(stored == (v2_crc(buf, q, size) if magic == 2 else legacy_crc(buf, q, size)))
-
-
-def find_next_entry(buf: Buffer, start: int, end: int) -> int | None:
-    """Search forward from `start` for the next plausible entry; None when there is none.
-
-    Candidates need a magic byte 0..2 at +16 and a non-zero length field; runs of zeros are
-    skipped in one step, so a large zeroed region costs one chunked pass, not one check per byte.
-    """
-    q = start
-    while q + LOG_OVERHEAD + MIN_BATCH_LENGTH <= end:
-        m = _MAGIC_BYTE.search(buf, q + 16, end)
-        if m is None:
-            return None
-        q = m.start() - 16
-        nz = _first_nonzero(buf, q + 8, end)
-        if nz is None:
-            return None
-        if nz > q + 11:
-            # The length field of any entry at q..nz-12 would be zero: jump past the zeros.
-            q = nz - 11
-            continue
-        if plausible_entry_at(buf, q, end):
-            return q
-        q += 1
-    return None
-
-
-# Pages already scanned are handed back every this many bytes, so resident memory stays flat. A
-# scan holds up to twice this many (a compiled walk stops at the next stride): at 16 MiB the scans
-# of the partition `salvage` writes (its index rebuild, its verify) each peaked 33 MiB above the
-# rest, at 4 MiB 9 MiB; a release costs a system call per stride, nothing per page.
-EVICT_EVERY = 4 << 20
-# How far ahead of the compiled walk a buffer still being filled is asked to be ready: from 64 KiB,
-# doubling with each run, to 8 MiB.
-READY_FIRST = 64 << 10
-READY_AHEAD = 8 << 20
-
-
-def _page_evicter(buf: Buffer) -> Callable[[int], None] | None:
-    """For a memory-mapped buffer, a function that releases the pages before a position.
-
-    Mapped pages of a file count as resident memory once touched; releasing them keeps a scan of
-    a 1 GiB segment within a constant footprint (the pages stay in the page cache).
-    """
-    mm = buf.obj if isinstance(buf, memoryview) else None
-    if mm is not None and not isinstance(mm, mmap.mmap):
-        # A stored file's buffer, filled as the scan goes (`scan_log(ready=...)`): its scanned
-        # pages are handed back the same way, so a scan of a stored segment stays small too.
-        from kdump.store.buffers import releaser
-
-        release = releaser(mm)
-        if release is None:
-            return None
-        released = 0
-
-        def release_before(position: int) -> None:
-            nonlocal released
-            if position - released >= EVICT_EVERY:
-                release(released, position)
-                released = position
-
-        return release_before
-    if not isinstance(mm, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
-        return None
-    done = 0
-
-    def evict(position: int) -> None:
-        nonlocal done
-        upto = (position // mmap.PAGESIZE) * mmap.PAGESIZE
-        if upto - done >= EVICT_EVERY:
-            try:
-                mm.madvise(mmap.MADV_DONTNEED, done, upto - done)
-            except (OSError, ValueError):
-                return
-            done = upto
-
-    return evict
-
-
-# Zero runs are checked a chunk at a time: `re` scans at ~90 MB/s, so one regex search over a
-# preallocated 1 GiB zero tail took ~13 s (27 s for a 2 GiB sparse file), while comparing 1 MiB copies
-# against zeros runs at GB/s. (Found by tests/test_memory_bound.py.)
-_ZEROS = bytes(1 << 20)
-_ZERO_PROBE = 4096
-
-
-def _first_nonzero(
-    buf: Buffer, start: int, end: int, evict: Callable[[int], None] | None = None
-) -> int | None:
-    """Position of the first non-zero byte in `start..end`, or None; `evict` releases mapped pages
-    passed over, so a long zero run does not become resident memory."""
-    probe = min(end, start + _ZERO_PROBE)
-    m = _NONZERO.search(buf, start, probe)
-    if m is not None:
-        return m.start()
-    pos = probe
-    while pos < end:
-        stop = min(end, pos + len(_ZEROS))
-        chunk = bytes(buf[pos:stop])
-        if chunk != _ZEROS[: stop - pos]:
-            return pos + len(chunk) - len(chunk.lstrip(b"\x00"))
-        pos = stop
-        if evict is not None:
-            evict(pos)
-    return None
-
-
-def _all_zero(buf: Buffer, start: int, end: int, evict: Callable[[int], None] | None = None) -> bool:
-    return _first_nonzero(buf, start, end, evict) is None
-
 
 # A segment holds at most this many offsets past its base: the index stores them as an int32.
 _SEGMENT_OFFSET_SPAN = 1 << 31
@@ -338,7 +146,7 @@ def scan_log(
     prev_last: int | None = None
     prev_epoch = -1
     stop = StopReason.END
-    evict = _page_evicter(buf)
+    evict = page_evicter(buf)
     next_evict = start + EVICT_EVERY
 
     def tally(f: Finding) -> Finding:
@@ -389,7 +197,7 @@ def scan_log(
                         records, findings = decode_batch_records(buf, header, file)
                         for f in findings:
                             yield tally(f)
-                        uncounted += _unavailable(findings)
+                        uncounted += codec_unavailable(findings)
                         record_count += len(records)
                         yield from records
                 else:
@@ -414,7 +222,7 @@ def scan_log(
                 break
             if valid_end is None:
                 valid_end = pos
-            if _all_zero(buf, pos, end, evict):
+            if all_zero(buf, pos, end, evict):
                 stop = StopReason.ZERO_FILLED_TAIL
                 yield tally(
                     make_finding(
@@ -444,7 +252,7 @@ def scan_log(
             ready(pos + LOG_OVERHEAD + length if fits else end)
         problem: tuple[str, str] | None = None
         if length < MIN_BATCH_LENGTH:
-            if not limited and _all_zero(buf, pos, end, evict):
+            if not limited and all_zero(buf, pos, end, evict):
                 if valid_end is None:
                     valid_end = pos
                 stop = StopReason.ZERO_FILLED_TAIL
@@ -490,10 +298,10 @@ def scan_log(
             )
         elif magic > 2 or magic < 0:
             problem = ("unsupported-magic", f"magic byte {magic} is not a known message format (0, 1, 2)")
-        elif length < _min_length(magic):
+        elif length < min_length(magic):
             problem = (
                 "invalid-batch-length",
-                f"length field {length} is below the minimum {_min_length(magic)} for magic {magic}",
+                f"length field {length} is below the minimum {min_length(magic)} for magic {magic}",
             )
         if problem is not None:
             if ready is not None:
@@ -596,7 +404,7 @@ def scan_log(
             ):
                 # Only a scan from the file's start can tell the segment's first batch: a read
                 # that starts later (an index lookup, a split) judges only what it read.
-                for f in _check_offsets(
+                for f in check_offsets(
                     header, file, base_offset, prev_last, prev_epoch, first_offset is None and start == 0
                 ):
                     yield tally(f)
@@ -624,13 +432,13 @@ def scan_log(
             for f in legacy_records[1]:
                 if f.code in WRAPPER_OFFSET_CODES or f.code == "codec-unavailable":
                     yield tally(f)
-        if legacy_records is not None and not deep and _unavailable(legacy_records[1]):
+        if legacy_records is not None and not deep and codec_unavailable(legacy_records[1]):
             uncounted += 1  # never counted as 0 records: the wrapper's inner messages are unknown
         if deep:
             records, findings = legacy_records or decode_batch_records(buf, header, file)
             for f in findings:
                 yield tally(f)
-            uncounted += _unavailable(findings)  # its records were not decoded, so not counted
+            uncounted += codec_unavailable(findings)  # its records were not decoded, so not counted
             record_count += len(records)
             if not batch_runs:
                 yield from records
@@ -665,284 +473,3 @@ def scan_log(
         uncounted_batches=uncounted,
         first_offset_known=first_offset_known,
     )
-
-
-def _check_offsets(
-    h: BatchHeader,
-    file: str,
-    base_offset: int | None,
-    prev_last: int | None,
-    prev_epoch: int,
-    first: bool,
-) -> Iterator[Finding]:
-    """Offset, count and codec checks of a checksum-valid entry."""
-    pos = h.position
-    low = h.base_offset if h.base_offset is not None else h.last_offset
-    if base_offset is not None:
-        # The last offset too: a v0 wrapper's own offset (its last) is not covered by its checksum and
-        # can fall below the segment while its inner, absolute offsets do not; the broker's recovery
-        # rejects a batch whose last offset is not a relative offset. (Found by tests/matrix.)
-        below = min(low, h.last_offset)
-        if below < base_offset:
-            yield make_finding(
-                "offset-below-base",
-                file,
-                f"offset {below} is below the segment's base offset {base_offset}",
-                position=pos,
-                offset=below,
-            )
-        elif h.last_offset - base_offset > MAX_RELATIVE_OFFSET:
-            yield make_finding(
-                "offset-overflow",
-                file,
-                f"last offset {h.last_offset} is more than 2^31-1 above the base offset {base_offset}",
-                position=pos,
-                offset=h.last_offset,
-            )
-        elif first and h.base_offset is not None and h.base_offset > base_offset:
-            yield make_finding(
-                "segment-base-mismatch",
-                file,
-                f"first batch starts at offset {h.base_offset}, above the file name's {base_offset}",
-                position=pos,
-                offset=h.base_offset,
-            )
-    if prev_last is not None:
-        if low <= prev_last:
-            yield make_finding(
-                "offset-regression",
-                file,
-                f"batch starts at offset {low}, not above the previous batch's last offset {prev_last}",
-                position=pos,
-                offset=low,
-                previous_last_offset=prev_last,
-            )
-        elif h.base_offset is not None and h.base_offset > prev_last + 1:
-            yield make_finding(
-                "offset-gap",
-                file,
-                f"offsets {prev_last + 1}..{h.base_offset - 1} are absent",
-                position=pos,
-                offset=prev_last + 1,
-                gap=h.base_offset - prev_last - 1,
-            )
-    if h.magic == 2:
-        count = h.count or 0
-        if count < 0 or (h.base_offset is not None and count > h.last_offset - h.base_offset + 1):
-            yield make_finding(
-                "record-count-mismatch",
-                file,
-                f"record count {count} does not fit offsets {h.base_offset}..{h.last_offset}",
-                position=pos,
-                offset=h.base_offset,
-            )
-        if 0 <= h.partition_leader_epoch < prev_epoch:
-            yield make_finding(
-                "leader-epoch-regression",
-                file,
-                f"partition leader epoch {h.partition_leader_epoch} is below the earlier {prev_epoch}",
-                position=pos,
-                offset=h.base_offset,
-            )
-    if h.compression > 4 or (h.magic < 2 and h.compression > 3):
-        yield make_finding(
-            "unknown-codec",
-            file,
-            f"compression type id {h.compression} is not defined for magic {h.magic}",
-            position=pos,
-            offset=low,
-        )
-
-
-# Findings of a legacy wrapper's offsets, which every scan reports (the wrapper is always decoded).
-WRAPPER_OFFSET_CODES = frozenset({"wrapper-offset-mismatch", "inner-message-too-short"})
-
-
-def _whole_record_count(data: bytes, h: BatchHeader) -> int | None:
-    """How many records `data` holds when they decode cleanly to its very end, whatever the header's
-    count says; None when they do not (a record is damaged, or garbage follows them)."""
-    # Every record takes at least 7 bytes, so asking for more than len(data) reads up to the end.
-    whole, error = decode_v2_records(data, h._replace(count=len(data) + 1))
-    if isinstance(error, TruncatedError) and str(error).startswith(
-        "Incorrect declared batch size, premature EOF"
-    ):
-        return len(whole)
-    return None
-
-
-def _unavailable(findings: list[Finding]) -> bool:
-    return any(f.code == "codec-unavailable" for f in findings)
-
-
-def decode_batch_records(buf: Buffer, h: BatchHeader, file: str) -> tuple[list[Record], list[Finding]]:
-    """Decompress and decode one entry's records; damage becomes findings."""
-    pos = h.position
-    findings: list[Finding] = []
-    offset = h.base_offset if h.base_offset is not None else h.last_offset
-    if h.compression > 4 or (h.magic < 2 and h.compression > 3):
-        # An undefined codec for the format (zstd in v0/v1 included) is reported once, as
-        # unknown-codec by the header checks; there is nothing to decompress.
-        return [], findings
-    data = b""
-    try:
-        if h.magic == 2:
-            payload = buf[pos + V2_HEADER_SIZE : pos + h.size]
-            data = decompress(h.compression, payload, magic=2) if h.compression else bytes(payload)
-            fast = fast_records.decode_v2(data, h) if h.crc_ok else None
-            if fast is not None:
-                # The compiled path decoded every record cleanly and, when it says so, checked what
-                # the loops below check: nothing to report for a data batch.
-                records, clean = fast
-                if clean and not h.is_control:
-                    return records, findings
-                error = None
-            else:
-                records, error = decode_v2_records(data, h)
-        else:
-            entry = bytes(buf[pos : pos + h.size])
-            inner = None
-            if h.compression:
-                value = decode_legacy_message(entry, 0)[6]
-                if value is None:
-                    raise CodecError("compressed wrapper message has a null value")
-                inner = decompress(h.compression, value, magic=h.magic)
-            records, error = decode_legacy_records(entry, h, inner)
-    except CodecUnavailableError as exc:
-        if h.magic == 2:
-            what = f"its {h.count} records (offsets {h.base_offset}..{h.last_offset}, as its header says) were not checked"
-        else:
-            what = (
-                f"its inner messages were not read: the last offset is {h.last_offset}, the first is unknown"
-            )
-        message = f"{exc}; {what}"
-        findings.append(make_finding("codec-unavailable", file, message, position=pos, offset=offset))
-        return [], findings
-    except CodecError as exc:
-        findings.append(make_finding("decompression-failed", file, str(exc), position=pos, offset=offset))
-        return [], findings
-    except MemoryError:
-        # Millions of tiny records in one batch (a few KiB compressed) outgrow a memory limit; the
-        # batch is reported, not the process killed. (Found by tests/test_memory_bound.py.)
-        message = f"the {h.count} records the batch claims do not fit in the memory available"
-        findings.append(make_finding("record-decode-failed", file, message, position=pos, offset=offset))
-        return [], findings
-    except Exception as exc:  # a DecodeError of the wrapper itself
-        findings.append(make_finding("record-decode-failed", file, str(exc), position=pos, offset=offset))
-        return [], findings
-    held = _whole_record_count(data, h) if error is not None and h.magic == 2 else None
-    if held is not None and held != h.count:
-        # The records decode cleanly to the end of the batch; only their number differs from the
-        # header's (Kafka: "Incorrect declared batch size"). A count outside the offset range was
-        # already reported by the header checks of a checksum-valid batch.
-        count = h.count or 0
-        if not (
-            h.crc_ok and h.base_offset is not None and not 0 <= count <= h.last_offset - h.base_offset + 1
-        ):
-            findings.append(
-                make_finding(
-                    "record-count-mismatch",
-                    file,
-                    f"header record count {count} differs from the {held} records the batch holds",
-                    position=pos,
-                    offset=h.base_offset,
-                )
-            )
-    elif isinstance(error, WrapperOffsetError):
-        findings.append(
-            make_finding(
-                "wrapper-offset-mismatch",
-                file,
-                str(error),
-                position=pos,
-                offset=error.wrapper_offset,
-                last_inner_offset=error.last_inner_offset,
-            )
-        )
-    elif isinstance(error, MessageTooShortError):
-        findings.append(
-            make_finding(
-                "inner-message-too-short",
-                file,
-                f"inside the wrapper, {error}",
-                position=pos,
-                offset=error.offset,
-            )
-        )
-    elif error is not None:
-        at = records[-1].offset + 1 if records else offset
-        findings.append(
-            make_finding(
-                "record-decode-failed",
-                file,
-                f"record {len(records)} of the batch does not decode: {error}",
-                position=pos,
-                offset=at,
-            )
-        )
-    # A wrapper whose offset is wrong was reported as such; its records are where they say they are.
-    last = h.last_offset
-    if records and isinstance(error, WrapperOffsetError):
-        last = max(last, records[-1].offset)
-    prev = None
-    for r in records:
-        if (h.base_offset is not None and not h.base_offset <= r.offset <= last) or (
-            prev is not None and r.offset <= prev
-        ):
-            findings.append(
-                make_finding(
-                    "record-offset-invalid",
-                    file,
-                    f"record offset {r.offset} is outside {h.base_offset}..{h.last_offset} or out of order",
-                    position=pos,
-                    offset=r.offset,
-                )
-            )
-            break
-        prev = r.offset
-    if h.magic < 2:
-        for r in records:
-            if r.crc_ok is False:
-                findings.append(
-                    make_finding(
-                        "crc-mismatch",
-                        file,
-                        f"inner message at offset {r.offset} has a wrong crc {r.crc}",
-                        position=pos,
-                        offset=r.offset,
-                    )
-                )
-        return records, findings
-    if (
-        error is None
-        and records
-        and h.timestamp_type == TimestampType.CREATE_TIME
-        and not h.is_control
-        and max(r.timestamp for r in records) != h.max_timestamp
-    ):
-        findings.append(
-            make_finding(
-                "max-timestamp-mismatch",
-                file,
-                f"header maxTimestamp {h.max_timestamp} differs from the records' largest "
-                f"{max(r.timestamp for r in records)}",
-                position=pos,
-                offset=h.base_offset,
-            )
-        )
-    if h.is_control:
-        for r in records:
-            try:
-                key = decode_control_key(r.key)
-                if key.type in (ControlType.ABORT, ControlType.COMMIT):
-                    decode_end_txn_marker(r.value)
-            except Exception as exc:
-                findings.append(
-                    make_finding(
-                        "record-decode-failed",
-                        file,
-                        f"control record at offset {r.offset} is invalid: {exc}",
-                        position=pos,
-                        offset=r.offset,
-                    )
-                )
-    return records, findings

@@ -10,12 +10,66 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from kdump.errors import PathError
 from kdump.store.locations import is_stored
+
+
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """Open a regular file for reading; refuse anything else without reading it.
+
+    A FIFO, socket or device is never read: reading could block forever (a FIFO with no writer)
+    or never end (/dev/zero). The type is checked before opening (lstat would miss a link to one,
+    so stat), and the open itself is non-blocking, with the type checked again on the descriptor,
+    so a FIFO put in the file's place in between cannot block either. A regular file whose size
+    says empty but which has bytes, or cannot be read at all (/proc/self/mem, files of /proc and
+    /sys), is not a file on disk either.
+
+    Raises:
+        PathError: the path cannot be opened, or is not a regular file (its message says what it is).
+    """
+    try:
+        kind = _kind(Path(path).stat().st_mode)
+        if kind is not None:
+            raise PathError(f"{path} is a {kind}, not a regular file; it was not read")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+    except PathError:
+        raise
+    except OSError as exc:
+        raise PathError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        st = os.fstat(fd)
+        kind = _kind(st.st_mode)
+        if kind is not None:
+            raise PathError(f"{path} is a {kind}, not a regular file; it was not read")
+        if st.st_size == 0:
+            try:
+                probe = os.pread(fd, 1, 0)
+            except OSError as exc:
+                raise PathError(f"{path} is not a file on disk ({exc.strerror}); it was not read") from exc
+            if probe:
+                raise PathError(f"{path} says it is empty but is not: not a file on disk; it was not read")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _kind(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return "device"
 
 
 @contextmanager
@@ -42,10 +96,7 @@ def open_buffer(
             sb.fill(*span)
             yield sb.view
         return
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise PathError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    fd = open_regular(path)
     mm: mmap.mmap | None = None
     view: memoryview | None = None
     try:
@@ -80,7 +131,7 @@ def read_small_file(path: str | os.PathLike[str], limit: int = 64 << 20) -> byte
 
             data = read_stored_file(os.fspath(path), limit)
         else:
-            with p.open("rb") as fh:
+            with os.fdopen(open_regular(p), "rb") as fh:
                 data = fh.read(limit + 1)
     except OSError as exc:
         raise PathError(f"cannot read {path}: {exc.strerror or exc}") from exc

@@ -19,11 +19,12 @@ from kdump.errors import PathError
 from kdump.findings import make_finding
 from kdump.formats.batch import BatchHeader
 from kdump.model.log_dir import discover
-from kdump.ops.segment_check import check_segment
-from kdump.ops.verify import file_report, partition_report
+from kdump.ops.checks.segment import check_segment
+from kdump.ops.checks.verify import file_report, partition_report
 from kdump.render import fast_lines
 from kdump.render.rows import codec_label
-from kdump.scan.log_scanner import decode_batch_records, scan_log
+from kdump.scan.batch_checks import decode_batch_records
+from kdump.scan.log_scanner import scan_log
 from kdump.spark.arrow_records import run_record_arrays
 from kdump.spark.options import Bounds
 from kdump.spark.planning import FindingsUnit, SegmentSlice

@@ -2,7 +2,7 @@
 
 The driver lists the log dirs and groups their partition directories by name (the same
 topic-partition on every broker that hosts it); each replica set is compared on an executor by
-the very function local `kdump compare` uses (`kdump.ops.compare.compare_partition`), biggest
+the very function local `kdump compare` uses (`kdump.ops.replicas.compare.compare_partition`), biggest
 sets first. What comes back is one flat row per divergent range of each pair of replicas, and one
 per range a replica could not read, so "which partitions of which brokers disagree, and by how
 many records" is one query over a hundred brokers:
@@ -27,7 +27,7 @@ from kdump.errors import KdumpError
 from kdump.formats.filenames import parse_partition_dir_name
 from kdump.model.log_dir import discover
 from kdump.model.partition import PartitionDir
-from kdump.ops.compare import PartitionComparison, compare_partition, group_replicas
+from kdump.ops.replicas.compare import PartitionComparison, compare_partition, group_replicas
 
 __all__ = [
     "COLUMNS",

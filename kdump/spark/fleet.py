@@ -1,6 +1,6 @@
 """Fleet verify: `kdump verify --engine spark`, the checks of local verify spread over a Spark cluster.
 
-The work is cut as local verify cuts it (`kdump.ops.verify.verify_targets`): every segment is
+The work is cut as local verify cuts it (`kdump.ops.checks.verify.verify_targets`): every segment is
 checked on its own by `check_segment`, then the partition-level checks run over a unit's results
 (`partition_report` / `file_report`, through `unit_report`). The units are dealt into tasks of
 nearly equal bytes, `TASKS_PER_CORE` per core of the session (never under `MIN_TASK_BYTES`),
@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
-from kdump.ops.segment_check import SegmentResult, check_segment
-from kdump.ops.verify import PartitionReport, Plan, VerifyOptions, assemble, plan_verify, unit_report
+from kdump.ops.checks.segment import SegmentResult, check_segment
+from kdump.ops.checks.verify import PartitionReport, Plan, VerifyOptions, assemble, plan_verify, unit_report
 from kdump.spark.options import DEFAULT_PACK_BYTES
 from kdump.spark.session import spark_session
 from kdump.store.locations import archive_split, is_url

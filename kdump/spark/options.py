@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from kdump.formats.batch import BatchHeader
-from kdump.ops.payload_events import TYPES, PayloadOptions
+from kdump.ops.dump.payload_events import TYPES, PayloadOptions
 from kdump.spark.schema import LEVELS
 
 if TYPE_CHECKING:
@@ -269,8 +269,8 @@ def payload_options(opts: Mapping[str, str], paths: tuple[str, ...]) -> PayloadO
     not given."""
     from pathlib import Path
 
-    from kdump.ops.payload_events import SOURCES
-    from kdump.ops.schema_catalog import sibling_schemas
+    from kdump.ops.dump.payload_events import SOURCES
+    from kdump.ops.payloads.schema_catalog import sibling_schemas
 
     names = ("keytype", "valuetype", "schemas", "schemafiles", "registry", "where")
     if not any(n in opts for n in names):

@@ -16,10 +16,10 @@ from typing import Any
 import pyarrow as pa
 
 from kdump.formats.batch import BatchHeader
-from kdump.ops.payload_events import RAW, PayloadOptions, PayloadRecord
-from kdump.ops.payloads import registered_decoder
+from kdump.ops.dump.payload_events import RAW, PayloadOptions, PayloadRecord
+from kdump.ops.payloads.decode import registered_decoder
 from kdump.render import jsonl
-from kdump.scan.log_scanner import decode_batch_records
+from kdump.scan.batch_checks import decode_batch_records
 from kdump.spark.arrow_rows import _headers_of, _readable_slices, _RecordChunk
 from kdump.spark.options import Bounds
 from kdump.spark.planning import SegmentSlice
@@ -60,7 +60,7 @@ def read_payload_records(
     decoder = registered_decoder(options) if options.decoding else None
     keep = None
     if options.where is not None:
-        from kdump.ops.where import compile_where
+        from kdump.ops.payloads.where import compile_where
 
         keep = compile_where(options.where)
     chunk = _PayloadChunk()

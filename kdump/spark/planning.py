@@ -25,7 +25,7 @@ from kdump.model.log_dir import Target, discover, expand, segments_of_file
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.model.segment_view import SegmentView
-from kdump.scan.log_scanner import find_next_entry, plausible_entry_at
+from kdump.scan.resync import find_next_entry, plausible_entry_at
 from kdump.spark.options import Bounds, ReadOptions
 from kdump.store.queries import exists
 

@@ -25,7 +25,7 @@ from kdump.errors import KdumpError
 from kdump.formats.batch import ENTRY_PREFIX
 from kdump.formats.offset_index import decode_offset_index
 from kdump.model.segment import Segment
-from kdump.scan.log_scanner import find_next_entry, plausible_entry_at
+from kdump.scan.resync import find_next_entry, plausible_entry_at
 from kdump.scan.source import open_buffer
 from kdump.store.buffers import SparseBuffer, sparse_buffer
 from kdump.store.locations import is_stored

@@ -9,9 +9,12 @@ Importing this package loads nothing heavy: pyarrow, gzip and zstandard load on 
 
 - `kdump.store.locations`: which spelling is stored (`is_stored`, `is_url`, `archive_split`).
 - `kdump.store.entries`: `Entry` and `Tree`, the listing a path classifier consumes.
+- `kdump.store.held`: the trees this process has listed; `kdump.store.trees` lists them.
 - `kdump.store.remote`: URLs (pyarrow.fs): one listing, ranged reads, bytes fetched.
-- `kdump.store.archive`: tarball members, damaged archives as findings.
-- `kdump.store.readers`: `RangedReader` and `open_reader` for every kind of location.
+- `kdump.store.readers`: `RangedReader`, and readers of whole files (local or at a URL).
+- `kdump.store.archive`: tarball members (read through the file readers), damaged archives as findings.
+- `kdump.store.opening`: `open_reader` for every kind of location.
+- `kdump.store.hints`: a finding's repair command, on the location as spelled.
 - `kdump.store.buffers`: stored files as the buffers the scanner reads, whole or by slices.
 - `kdump.store.paths`, `kdump.store.queries`: `StoredPath` and the model's filesystem questions.
 """

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from kdump.store.readers import RangedReader, open_reader
+from kdump.store.opening import open_reader
+from kdump.store.readers import RangedReader
 
 _FILL_CHUNK = 16 << 20
 

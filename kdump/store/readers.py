@@ -6,7 +6,8 @@ import os
 from typing import Protocol
 
 from kdump.errors import PathError
-from kdump.store.locations import archive_split, is_url
+from kdump.store.held import held_tree
+from kdump.store.locations import is_url
 
 
 class RangedReader(Protocol):
@@ -67,26 +68,11 @@ def open_file_reader(location: str) -> RangedReader:
     """A reader of a whole file: local, or at a URL (not inside an archive)."""
     if is_url(location):
         from kdump.store.remote import RemoteReader
-        from kdump.store.trees import tree_holding
 
-        tree = tree_holding(location, listing=False)
+        tree = held_tree(location)
         entry = tree.get(location) if tree is not None else None
         if entry is not None and entry.kind == "file":
             # The listing gave its size: opened without a metadata request.
             return EmptyReader(location) if entry.size == 0 else RemoteReader(location, entry.size)
         return RemoteReader(location)
     return LocalReader(location)
-
-
-def open_reader(location: str) -> RangedReader:
-    """A reader of any location: a local file, a file at a URL, or a tarball's member.
-
-    Raises:
-        PathError: it cannot be opened.
-    """
-    split = archive_split(location)
-    if split is not None and split[1]:
-        from kdump.store.archive import open_member
-
-        return open_member(split[0], split[1])
-    return open_file_reader(location)

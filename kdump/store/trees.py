@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from kdump.errors import PathError
 from kdump.store.entries import Tree, parent_of
+from kdump.store.held import adopt, held_tree, keep, kept
 from kdump.store.locations import archive_split, is_url
-
-_TREES: dict[str, Tree] = {}
 
 
 def list_tree(location: str) -> Tree:
@@ -26,16 +25,15 @@ def list_tree(location: str) -> Tree:
     split = archive_split(location)
     if split is not None:
         root = split[0]
-        tree = _TREES.get(root)
+        tree = kept(root)
         if tree is None:
             from kdump.store.archive import archive_index
 
-            tree = archive_index(root).tree()
-            _TREES[root] = tree
+            tree = keep(archive_index(root).tree(), root)
         return tree
     if not is_url(location):
         raise PathError(f"{location}: not a URL or an archive")
-    held = tree_holding(location, listing=False)
+    held = held_tree(location)
     if held is not None and held.get(location) is not None:
         return held
     from kdump.store.remote import list_remote
@@ -46,28 +44,24 @@ def list_tree(location: str) -> Tree:
         tree = Tree.build(parent_of(location.rstrip("/")), entries)
     else:
         tree = Tree.build(location, entries)
-    _TREES[tree.root] = tree
-    return tree
+    return keep(tree)
 
 
 def remember(tree: Tree) -> Tree:
     """Adopt a tree listed in another process (unpickled with a path); returns the one kept."""
-    kept = _TREES.setdefault(tree.root, tree)
+    adopted = adopt(tree)
     if tree.archive is not None:
         from kdump.store.archive import ArchiveIndex, remember_index
 
         if isinstance(tree.archive, ArchiveIndex):
             remember_index(tree.archive)
-    return kept
+    return adopted
 
 
 def tree_holding(path: str, *, listing: bool = True) -> Tree | None:
     """The listed tree that holds this path (the deepest root), listing it when `listing` and none
     does yet; None when it cannot be listed."""
-    best: Tree | None = None
-    for tree in _TREES.values():
-        if tree.holds(path) and (best is None or len(tree.root) > len(best.root)):
-            best = tree
+    best = held_tree(path)
     if best is not None or not listing:
         return best
     try:

@@ -132,7 +132,7 @@ def spark_verify(path: str) -> tuple[float, int]:
     from pyspark.sql import SparkSession
 
     from kdump.model.log_dir import discover
-    from kdump.ops.verify import VerifyOptions
+    from kdump.ops.checks.verify import VerifyOptions
     from kdump.spark.fleet import run_fleet_verify
 
     sc = SparkSession.getActiveSession().sparkContext  # type: ignore[union-attr]

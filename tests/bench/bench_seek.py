@@ -34,7 +34,7 @@ from kdump.formats.offset_index import encode_offset_index
 from kdump.formats.records import NewRecord, build_v2_batch
 from kdump.formats.time_index import encode_time_index
 from kdump.model.partition import PartitionDir
-from kdump.ops.seek import seek_partition
+from kdump.ops.seek.by_time import seek_partition
 
 T0 = 1_700_000_000_000
 INTERVAL_BYTES = 4096

@@ -34,7 +34,7 @@ from make_segments import build
 from s3_server import running_server
 
 from kdump.model.log_dir import discover
-from kdump.ops.verify import VerifyOptions, verify_targets
+from kdump.ops.checks.verify import VerifyOptions, verify_targets
 
 
 def median_time(runs: int, fn: Callable[[], Any]) -> tuple[Any, float]:

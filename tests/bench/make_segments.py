@@ -32,7 +32,7 @@ from kdump.formats.constants import Codec
 from kdump.formats.offset_index import encode_offset_index
 from kdump.formats.records import NewRecord
 from kdump.formats.time_index import encode_time_index
-from kdump.ops.reindex import build_segment_indexes
+from kdump.ops.repair.reindex import build_segment_indexes
 
 # Kafka's default segment.bytes: a segment rolls before a batch would take it past this size.
 SEGMENT_BYTES = 1 << 30

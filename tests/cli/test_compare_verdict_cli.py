@@ -61,7 +61,7 @@ def test_log_dirs_matched_by_name_are_refused_in_json(kdump: Run, two_topics: tu
 
 def test_fleet_rows_carry_the_refusal(two_topics: tuple[Path, Path]) -> None:
     from kdump.model.partition import PartitionDir
-    from kdump.ops.compare import compare_partition
+    from kdump.ops.replicas.compare import compare_partition
     from kdump.spark.compare import COLUMNS, comparison_rows
 
     a, b = two_topics

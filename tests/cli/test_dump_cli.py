@@ -34,7 +34,7 @@ from kdump.formats.producer_snapshot import ProducerSnapshotEntry, encode_produc
 from kdump.formats.records import NewRecord, Record
 from kdump.formats.time_index import encode_time_index
 from kdump.formats.txn_index import AbortedTxn, encode_txn_index
-from kdump.ops.files import FileStart
+from kdump.ops.dump.files import FileStart
 from kdump.render import rows
 from kdump.render.jsonl import record_line, write_jsonl
 

@@ -162,7 +162,7 @@ def test_workers_write_their_chunks_in_turn(
 ) -> None:
     """With a real output file, workers write chunks themselves, each in its turn."""
     from kdump.model.log_dir import discover
-    from kdump.ops.dump import DumpOptions, batch_events_for_expansion, dump_items
+    from kdump.ops.dump.stream import DumpOptions, batch_events_for_expansion, dump_items
     from kdump.render import parallel
 
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 500)  # many chunks, so the turns matter

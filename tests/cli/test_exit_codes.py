@@ -21,7 +21,7 @@ from builders import records
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.formats.records import build_v2_batch
-from kdump.ops.verify import PARALLEL_THRESHOLD_BYTES
+from kdump.ops.checks.verify import PARALLEL_THRESHOLD_BYTES
 
 KDUMP = [sys.executable, "-m", "kdump"]
 SEG0 = "00000000000000000000.log"

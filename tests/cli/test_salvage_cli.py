@@ -21,17 +21,23 @@ def _damaged(tmp_path: Path) -> Path:
     return part
 
 
-def test_a_damaged_partition_exits_1_and_says_what_was_lost(kdump: Kdump, tmp_path: Path) -> None:
+def test_a_damaged_partition_exits_0_and_says_what_was_lost(kdump: Kdump, tmp_path: Path) -> None:
     part = _damaged(tmp_path)
     out = tmp_path / "out"
     result = kdump("salvage", str(part), "--out", str(out), "--format", "text")
-    assert result.exit_code == 1, result.output
+    # Exit 0: everything that verifies was written; the loss is the report's to say, and a printed
+    # `salvage ... && trim-tail --apply ...` goes on to the trim.
+    assert result.exit_code == 0, result.output
     text = result.stdout
     assert "damaged region 1: " in text
     assert "lost offsets: 10..19 (10 offsets)" in text
     assert "lost for good: 10..19" in text
     assert "records: 70 recovered (0 control)" in text
-    assert "verify: 0 errors, 0 warnings" in text
+    # verify's own verdict on the clean partition, as `kdump verify` of it gives it: the lost
+    # offsets are a hole there.
+    assert "verify: 0 errors, 1 warnings" in text
+    assert "offset-hole: " in text
+    assert "offsets 10..19 are missing" in text
     assert 'write.format("kafka")' in text
     assert sorted(p.name for p in out.iterdir()) == [
         "orders-0",
@@ -96,7 +102,7 @@ def test_a_read_only_input_is_read_and_left_as_it_was(corpus_root: Path, tmp_pat
     before = tree_state(part)
     try:
         result = run_kdump("salvage", str(part), "--out", str(tmp_path / "out"))
-        assert result.returncode == 1, result.stderr
+        assert result.returncode == 0, result.stderr  # written whole: the loss is in the report
         assert tree_state(part) == before
     finally:
         chmod_writable(part)
@@ -109,12 +115,12 @@ def test_help_names_the_outputs(kdump: Kdump, flag: str) -> None:
         assert word in text
 
 
-def test_a_leftover_segment_is_named_and_fails_the_run(kdump: Kdump, tmp_path: Path) -> None:
+def test_a_leftover_segment_is_named_in_the_report(kdump: Kdump, tmp_path: Path) -> None:
     part = tmp_path / "in" / "orders-0"
     logs = build_partition(part, segments=2)
     logs[0].rename(logs[0].with_name(logs[0].name + ".deleted"))
     result = kdump("salvage", "--no-parquet", str(part), "--out", str(tmp_path / "out"))
-    assert result.exit_code == 1
+    assert result.exit_code == 0  # the broker deletes a .deleted segment: the report names it
     assert f"not read: {logs[0]}.deleted" in result.stdout
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["not_read"] == [f"{logs[0]}.deleted"]

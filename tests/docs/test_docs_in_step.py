@@ -32,11 +32,11 @@ from kdump.findings import CATALOG, Finding, Severity, make_finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.internal import decode_offsets_record
 from kdump.formats.records import Record
-from kdump.ops.files import FileStart
-from kdump.ops.internal import InternalRecord
-from kdump.ops.payloads import Decoded, PayloadRecord
-from kdump.ops.trim import TrimPlan
-from kdump.ops.verify import PartitionReport
+from kdump.ops.checks.verify import PartitionReport
+from kdump.ops.dump.files import FileStart
+from kdump.ops.dump.internal import InternalRecord
+from kdump.ops.payloads.decode import Decoded, PayloadRecord
+from kdump.ops.repair.trim import TrimPlan
 from kdump.render import report, rows
 from kdump.scan.events import ScanSummary, StopReason
 
@@ -504,7 +504,14 @@ def test_schema_documents_exactly_the_finding_fields() -> None:
 
 
 def test_schema_documents_exactly_the_summary_fields() -> None:
-    assert set(rows.summary_row(scan_summary())) == fields_of("summary (dump)")
+    from dataclasses import replace
+
+    from kdump.scan.events import Shown
+
+    # `shown` only in a filtered dump's summary.
+    assert set(rows.summary_row(scan_summary())) == fields_of("summary (dump)") - {"shown"}
+    filtered = replace(scan_summary(), shown=Shown(1, 1, 5, 5))
+    assert set(rows.summary_row(filtered)) == fields_of("summary (dump)")
     partition = PartitionReport("orders-0", "partition", [a_finding()], 1, 1, 3, 120, 120, 0, 2)
     assert set(report.report_summary_row(partition)) == fields_of("summary (verify)")
     assert set(report.overall_row([partition], 1)) == fields_of("summary (verify overall)")
@@ -534,7 +541,8 @@ def test_schema_documents_exactly_the_trim_plan_fields() -> None:
         False,
         None,
     )
-    produced = set(plan.to_row()) | {"applied", "backup_dir"}  # the command adds these two
+    # The command adds these: whether it applied, where the backup went, and the consumer groups' impact.
+    produced = set(plan.to_row()) | {"applied", "backup_dir", "consumer_groups", "consumer_groups_read_from"}
     assert produced == fields_of("trim-plan")
 
 
@@ -699,7 +707,7 @@ def test_compare_json_is_documented(kdump: Run, corpus_root: Path, tmp_path: Pat
 
 
 def test_compare_divergence_and_fleet_rows_are_documented() -> None:
-    from kdump.ops.compare import Divergence, Side
+    from kdump.ops.replicas.compare import Divergence, Side
     from kdump.render.compare import divergence_row
     from kdump.spark.compare import COLUMNS
 

@@ -15,8 +15,8 @@ from builders import build_partition
 from corruptions import flip_body_byte
 from test_docs_in_step import MAN, REPO, plain_text, sections, unescape
 
-from kdump.ops.salvage_output import PARTIAL_JSONL, RECORDS_JSONL, RECORDS_PARQUET, REPORT_JSON
-from kdump.ops.salvage_report import SPARK_REPLAY
+from kdump.ops.salvage.output import PARTIAL_JSONL, RECORDS_JSONL, RECORDS_PARQUET, REPORT_JSON
+from kdump.ops.salvage.report import SPARK_REPLAY
 
 PAGE = (MAN / "kdump-salvage.1").read_text(encoding="utf-8")
 
@@ -26,7 +26,7 @@ def _report(kdump: Callable[..., Any], tmp_path: Path) -> dict[str, Any]:
     logs = build_partition(part, segments=2, batches_per_segment=3)
     flip_body_byte(1).apply(logs[0])
     result = kdump("salvage", "--format", "json", str(part), "--out", str(tmp_path / "out"))
-    assert result.exit_code == 1, result.stderr
+    assert result.exit_code == 0, result.stderr  # written whole; the loss is in the report
     report: dict[str, Any] = json.loads(result.stdout)
     assert report == json.loads((tmp_path / "out" / "report.json").read_text())
     return report

@@ -28,11 +28,11 @@ from kdump.formats.codecs import compress
 from kdump.formats.constants import TIMESTAMP_TYPE_MASK, Codec, ControlType
 from kdump.formats.control import encode_control_key, encode_end_txn_marker
 from kdump.formats.records import NewRecord, Record, build_v2_batch, encode_v2_record
-from kdump.ops.files import FileStart
+from kdump.ops.dump.files import FileStart
 from kdump.render import fast_lines
 from kdump.render.jsonl import write_jsonl
 from kdump.render.text import write_text
-from kdump.scan.log_scanner import decode_batch_records
+from kdump.scan.batch_checks import decode_batch_records
 
 COMPILED = fast_records.compiled
 needs_compiled = pytest.mark.skipif(COMPILED is None, reason="the compiled record path is not built here")

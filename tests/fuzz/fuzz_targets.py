@@ -215,7 +215,7 @@ def fuzz_scan_log_fixed_crc(data: bytes) -> None:
 
 def fuzz_dump_pipeline(data: bytes) -> None:
     """`kdump dump --records` in memory: scan, internal-topic decoders, and every renderer."""
-    from kdump.ops.internal import attach_decoded
+    from kdump.ops.dump.internal import attach_decoded
     from kdump.render.jsonl import write_jsonl
     from kdump.render.rich_tty import write_rich
     from kdump.render.text import write_text
@@ -346,7 +346,7 @@ def fuzz_meta_properties(data: bytes) -> None:
 
 def fuzz_clean_shutdown_and_json_state(data: bytes) -> None:
     """`.kafka_cleanshutdown`, and the JSON state files `dump` shows (`quorum-state`): only DecodeError."""
-    from kdump.ops.state_files import _decode_small
+    from kdump.ops.dump.state_files import _decode_small
 
     _only_decode_errors(lambda: checkpoints.decode_clean_shutdown(data))
     for kind in ("clean-shutdown", "quorum-state"):

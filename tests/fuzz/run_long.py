@@ -86,8 +86,8 @@ def _worker_atheris(args: argparse.Namespace) -> int:
 
     with atheris.instrument_imports(include=["kdump"]):
         import kdump.formats.internal
-        import kdump.ops.internal
-        import kdump.ops.state_files
+        import kdump.ops.dump.internal
+        import kdump.ops.dump.state_files
         import kdump.render.jsonl
         import kdump.render.rich_tty
         import kdump.render.text

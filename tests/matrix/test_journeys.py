@@ -49,7 +49,7 @@ from corruptions import (
 )
 
 from kdump.formats.batch import BatchHeader
-from kdump.ops.safety import MANIFEST
+from kdump.ops.repair.safety import MANIFEST
 from kdump.scan.events import ScanSummary
 from kdump.scan.log_scanner import scan_log
 

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kdump.model.log_dir import discover
-from kdump.ops.verify import VerifyOptions, verify_targets
+from kdump.ops.checks.verify import VerifyOptions, verify_targets
 
 SEG0 = "00000000000000000000"
 REPO = Path(__file__).resolve().parents[2]
@@ -234,8 +234,8 @@ CASES = [
     Case("unreadable file, unprivileged", _unreadable, 3, frozenset({"unreadable-file"}), unprivileged=True),
     Case("symlink loop", _symlink_loop, 3, frozenset({"symlink-loop"})),
     Case("dangling symlink", _dangling, 3, frozenset({"dangling-symlink"})),
-    Case("FIFO named as a segment", _fifo, 1, frozenset({"wrong-file-type"})),
-    Case("device named as a segment", _device, 1, frozenset({"wrong-file-type"})),
+    Case("FIFO named as a segment", _fifo, 3, frozenset({"wrong-file-type"})),
+    Case("device named as a segment", _device, 3, frozenset({"wrong-file-type"})),
     Case("stray file in a partition", _stray, 1, frozenset({"unknown-entry"})),
     Case("non-20-digit segment names", _short_names, 1, frozenset({"segment-name-invalid"})),
     Case("duplicate paths", _duplicate, 0),

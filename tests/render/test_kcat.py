@@ -8,8 +8,8 @@ import json
 from kdump.findings import make_finding
 from kdump.formats.batch import BatchHeader, decode_v2_header
 from kdump.formats.records import NewRecord, Record, build_v2_batch
-from kdump.ops.files import FileStart
-from kdump.ops.payload_events import Decoded, PayloadRecord
+from kdump.ops.dump.files import FileStart
+from kdump.ops.dump.payload_events import Decoded, PayloadRecord
 from kdump.render.kcat import write_kcat
 
 

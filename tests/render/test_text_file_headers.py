@@ -13,7 +13,7 @@ import io
 
 import pytest
 
-from kdump.ops.files import CONTEXT, FileStart
+from kdump.ops.dump.files import CONTEXT, FileStart
 from kdump.render.text import write_text
 
 

@@ -20,7 +20,7 @@ from kdump.formats.codecs import compress
 from kdump.formats.constants import Codec
 from kdump.formats.records import Record
 from kdump.model.log_dir import discover
-from kdump.ops.verify import VerifyOptions, verify_targets
+from kdump.ops.checks.verify import VerifyOptions, verify_targets
 from kdump.scan import ScanMode, ScanSummary, scan_log
 
 COVERED_CODES = {"wrapper-offset-mismatch", "inner-message-too-short"}

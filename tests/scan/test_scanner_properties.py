@@ -383,7 +383,7 @@ def test_random_garbage_region_resyncs_quickly() -> None:
 def test_resync_checksums_almost_no_candidate(garbage: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
     # The resync must not checksum every candidate's claimed length (that is quadratic in the
     # garbage's size): cheap header checks reject random bytes first. Counted, not timed.
-    import kdump.scan.log_scanner as scanner
+    import kdump.scan.resync as scanner
 
     calls = {"n": 0}
     real_v2, real_legacy = scanner.v2_crc, scanner.legacy_crc

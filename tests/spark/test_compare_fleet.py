@@ -16,7 +16,7 @@ pytest.importorskip("pyarrow", reason="pyarrow not installed; install kdump[spar
 
 from kdump.cli import cli
 from kdump.model.partition import PartitionDir
-from kdump.ops.compare import compare_partition
+from kdump.ops.replicas.compare import compare_partition
 from kdump.spark.compare import COLUMNS, comparison_rows, fleet_compare_frame
 
 pytestmark = pytest.mark.spark

@@ -23,7 +23,7 @@ from kdump.formats.constants import CODEC_LABELS
 from kdump.formats.records import Record
 from kdump.model.log_dir import discover
 from kdump.model.segment import Segment
-from kdump.ops.verify import VerifyOptions, verify_targets
+from kdump.ops.checks.verify import VerifyOptions, verify_targets
 from kdump.render.rows import finding_row
 from kdump.scan.log_scanner import scan_log
 from kdump.scan.source import open_buffer

@@ -18,7 +18,7 @@ from kdump.formats.constants import Codec
 from kdump.formats.offset_index import encode_offset_index
 from kdump.formats.records import NewRecord, build_v2_batch
 from kdump.model.log_dir import discover
-from kdump.ops.verify import VerifyOptions
+from kdump.ops.checks.verify import VerifyOptions
 from kdump.render.rows import finding_row
 from kdump.spark import arrow_rows
 from kdump.spark import datasource as ds

@@ -20,7 +20,7 @@ pytest.importorskip("pyarrow", reason="pyarrow not installed; install kdump[spar
 
 from kdump.cli import cli
 from kdump.model.log_dir import Target, discover
-from kdump.ops.verify import PartitionReport, VerifyOptions, plan_verify, verify_targets
+from kdump.ops.checks.verify import PartitionReport, VerifyOptions, plan_verify, verify_targets
 from kdump.render.report import report_summary_row
 from kdump.render.rows import finding_row
 from kdump.spark.fleet import run_fleet_verify

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kdump.model.log_dir import discover
-from kdump.ops.verify import plan_verify
+from kdump.ops.checks.verify import plan_verify
 from kdump.spark import fleet
 from kdump.spark.fleet import FleetUnit, fleet_units, task_bytes, work_items
 

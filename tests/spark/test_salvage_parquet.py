@@ -15,7 +15,7 @@ import pytest
 from corruptions import copy_tree, flip_body_byte
 
 from kdump.model.partition import PartitionDir
-from kdump.ops.salvage_output import salvage
+from kdump.ops.salvage.output import salvage
 from kdump.render.salvage import record_lines
 from kdump.spark.schema import KAFKA_COLUMNS, column_names
 

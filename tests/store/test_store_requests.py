@@ -21,7 +21,7 @@ from s3_server import counting_proxy
 def test_verify_requests_one_get_per_file_with_bytes_and_no_head(
     kdump: Any, s3_store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kdump.store import remote, trees
+    from kdump.store import held, remote
 
     local = tmp_path / "logdir"
     shutil.copytree(Path(__file__).resolve().parents[2] / "samples" / "logdir", local)
@@ -33,7 +33,7 @@ def test_verify_requests_one_get_per_file_with_bytes_and_no_head(
         # forget them all, or their requests bypass the proxy.
         monkeypatch.setattr(remote, "_FILESYSTEMS", {})
         monkeypatch.setattr(remote, "_S3_CLIENT", [])
-        monkeypatch.setattr(trees, "_TREES", {})
+        monkeypatch.setattr(held, "_TREES", {})
         result = kdump("verify", "--jobs", "1", "--format", "json", "--fail-on", "info", url)
     assert result.exit_code in (0, 1), result.output
     prefix = "/" + url.removeprefix("s3://") + "/"

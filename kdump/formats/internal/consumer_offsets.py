@@ -50,9 +50,9 @@ import base64
 import struct
 from typing import Any, Final
 
+import kdump.formats.internal.offsets_tables as t
+import kdump.formats.internal.share_streams_tables as s
 from kdump.errors import CorruptFieldError, DecodeError, TruncatedError
-from kdump.formats.internal import offsets_tables as t
-from kdump.formats.internal import share_streams_tables as s
 from kdump.formats.internal.decoded import DecodedRecord, OracleText, escape_template
 from kdump.formats.internal.releases import KafkaRelease, parse_release
 from kdump.formats.internal.schema import Buffer, DecodedMessage, MessageType, decode_message, kafka_json

@@ -9,11 +9,13 @@ import io
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from kdump.errors import DecodeError
 from kdump.formats.payloads import missing
+from kdump.formats.payloads.limits import AvroItemBudget
 
 
 def _fastavro() -> Any:
@@ -41,24 +43,56 @@ def avro_reader(schema: str, references: Sequence[str] = (), skip: int = 0) -> C
             fastavro.parse_schema(json.loads(text), named_schemas=named)
         parsed = fastavro.parse_schema(json.loads(schema), named_schemas=named)
     except Exception as exc:  # fastavro raises several kinds (SchemaParseException, KeyError, ...)
-        raise DecodeError(f"the Avro schema does not parse: {exc}") from None
+        raise DecodeError(f"the Avro schema does not parse: {describe_failure(exc)}") from None
     read = fastavro.schemaless_reader
     bytes_io = io.BytesIO
+    budget = _budget(schema, references)
 
     def decode(data: bytes) -> Any:
+        if budget is not None:
+            budget.check(data, skip)  # before fastavro builds a list of millions of items
         bio = bytes_io(data)
         if skip:
             bio.seek(skip)
         try:
             value = read(bio, parsed, None)
         except Exception as exc:  # EOFError, UnicodeDecodeError, IndexError, ValueError, ...
-            raise DecodeError(f"not an Avro value of this schema: {type(exc).__name__}: {exc}") from None
+            raise DecodeError(f"not an Avro value of this schema: {describe_failure(exc)}") from None
         left = len(data) - bio.tell()
         if left:
             raise DecodeError(f"{left} bytes left over after the Avro value: not written with this schema")
         return value
 
     return decode
+
+
+def _budget(schema: str, references: Sequence[str]) -> AvroItemBudget | None:
+    """The item budget of a schema that has arrays of zero-size items (None: no need to walk)."""
+    try:
+        budget = AvroItemBudget(schema, list(references))
+    except (ValueError, TypeError, AttributeError, KeyError, RecursionError):
+        return None
+    return budget if budget.amplifies else None
+
+
+_OBJECT_REPR = re.compile(r"\s*(from|in|of)?\s*<[^<>]* (object )?at 0x[0-9a-fA-F]+>")
+
+
+def describe_failure(exc: BaseException) -> str:
+    """Why a value did not decode, in words: never a Python repr or an object's address (fastavro's
+    EOFError says `cannot read boolean from <_io.BytesIO object at 0x...>`, or nothing at all)."""
+    text = _OBJECT_REPR.sub("", str(exc)).strip()
+    if isinstance(exc, EOFError):
+        return (
+            f"the value ends before its schema does ({text})"
+            if text
+            else "the value ends before its schema does"
+        )
+    if isinstance(exc, UnicodeDecodeError):
+        return f"a string is not UTF-8 (byte {exc.start})"
+    if not text:
+        return f"it does not fit the schema ({type(exc).__name__})"
+    return text
 
 
 def _float_fields(schema: Any) -> list[str] | None:
@@ -182,7 +216,8 @@ def avro_json(
     `avro_reader` and `values.JsonWriter` give, or None where it declines; None when the module
     is not there or the schema holds a part it does not take."""
     compiled = _compiled()
-    if compiled is None:
+    if compiled is None or _budget(schema, references) is not None:
+        # Arrays of zero-size items: the Python reader, with the walk that bounds them, takes these.
         return None
     named: dict[str, Any] = {}
     try:

@@ -5,7 +5,7 @@ picked by the payload's message-index list, the value shown as the runtime's can
 
 A registry stores a Protobuf schema as .proto text (Confluent's registry, in `_schemas`) or as a
 base64 `FileDescriptorProto` (what confluent-kafka's Python serializer registers). The second is
-read here; .proto text is compiled by `kdump.ops.proto_text` (it needs the compiler and files).
+read here; .proto text is compiled by `kdump.ops.payloads.proto_text` (it needs the compiler and files).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 from kdump.errors import DecodeError
 from kdump.formats.payloads import missing
+from kdump.formats.payloads.avro import describe_failure
 
 # Imports every registry resolves without a reference: the runtime's own well-known types.
 WELL_KNOWN_PREFIX = "google/protobuf/"
@@ -76,7 +77,7 @@ class ProtobufSchema:
             files = {n: descriptor_pb2.FileDescriptorProto.FromString(b) for n, b in imports.items()}
             main = descriptor_pb2.FileDescriptorProto.FromString(root)
         except Exception as exc:
-            raise DecodeError(f"not a protobuf file descriptor: {exc}") from None
+            raise DecodeError(f"not a protobuf file descriptor: {describe_failure(exc)}") from None
         added: set[str] = set()
 
         def add(fdp: Any, trail: tuple[str, ...]) -> None:
@@ -95,7 +96,7 @@ class ProtobufSchema:
             try:
                 self._pool.Add(fdp)
             except Exception as exc:
-                raise DecodeError(f"{fdp.name} does not build: {exc}") from None
+                raise DecodeError(f"{fdp.name} does not build: {describe_failure(exc)}") from None
             added.add(fdp.name)
 
         add(main, ())
@@ -135,7 +136,9 @@ class ProtobufSchema:
             try:
                 msg = cls.FromString(data)
             except Exception as exc:
-                raise DecodeError(f"not a {cls.DESCRIPTOR.full_name} message: {exc}") from None
+                raise DecodeError(
+                    f"not a {cls.DESCRIPTOR.full_name} message: {describe_failure(exc)}"
+                ) from None
             return json_format.MessageToDict(
                 msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
             )

@@ -1,0 +1,485 @@
+"""`verify`: every integrity check over segments, partitions and log dirs, in parallel.
+
+Segments are checked independently (`check_segment`, spread over a process pool); the checks that
+span segments (overlaps, transaction index, leader epochs, snapshots, leftovers) then run per
+partition over the segments' results. Nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kdump.findings import Finding, Severity, make_finding
+from kdump.formats.filenames import parse_partition_dir_name
+from kdump.model.entries import BROKER_LEFTOVER_KINDS, file_kind, leftover_finding
+from kdump.model.log_dir import Target, expand
+from kdump.model.partition import PartitionDir
+from kdump.model.segment import Segment
+from kdump.ops.checks.continuity import check_offset_holes, check_overlaps, cleanup_policy, salvage_first
+from kdump.ops.checks.epochs import check_leader_epochs
+from kdump.ops.checks.open_txns import check_open_transactions
+from kdump.ops.checks.segment import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
+from kdump.ops.checks.state import TEXT_KINDS, check_snapshot, check_text_state
+from kdump.ops.checks.strays import find_strays
+from kdump.ops.checks.swaps import losing_swaps
+from kdump.ops.checks.time_index import check_closed_time_indexes
+from kdump.ops.tiered.partitions import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
+from kdump.store.queries import listing_findings, partition_listing_findings
+
+if TYPE_CHECKING:  # loaded with the first abort marker or .txnindex
+    from kdump.formats.txn_index import AbortedTxn
+
+# Below this much log data a process pool costs more than it saves.
+PARALLEL_THRESHOLD_BYTES = 16 << 20
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyOptions:
+    """How to verify."""
+
+    deep: bool = False
+    max_bytes: int | None = None
+    jobs: int = 0  # 0: all cores
+    # Accept a given path whose segments hold no byte (a new broker's empty partitions).
+    allow_empty: bool = False
+
+
+@dataclass(slots=True)
+class PartitionReport:
+    """Everything verify found in one partition directory or file given alone; a log dir ("log-dir") and a
+    directory of log dirs ("log-dirs") get one too: their own entries' findings, their partitions' counts.
+    `log_bytes` is what the `.log` files held when listed, `checked_bytes` what the scans covered: they
+    differ only where `--max-bytes` asked for less (`limited`) or a finding says why."""
+
+    label: str
+    kind: str  # "partition" | "file" | "log-dir" | "log-dirs"
+    findings: list[Finding] = field(default_factory=list)
+    segments: int = 0
+    batches: int = 0
+    records: int = 0
+    uncounted: int = 0  # batches whose records are not in `records` (their codec is missing here)
+    size: int = 0
+    valid_bytes: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    first_offset_known: bool = True  # else `first_offset` is a wrapper's last offset: the first is at most it
+    log_bytes: int = 0
+    checked_bytes: int = 0
+    limited: bool = False
+    partitions: int = 0  # log-dir and log-dirs reports: how many partitions they hold
+    # It holds a file a broker writes (a segment file, even empty, a state file, meta.properties):
+    # what a broker keeps, however little, as opposed to a path with nothing of Kafka's in it.
+    recognised: bool = False
+    taken_as: str | None = None  # for a path as given: what kdump took it to be
+    # Where the log-start-offset checkpoint is below the first segment: tiered or not, both log starts.
+    tiered: TieredFacts | None = None
+
+    # Log dirs and directories of log dirs: findings by severity under them, their own included.
+    under: dict[Severity, int] = field(default_factory=dict)
+
+    def count(self, severity: Severity) -> int:
+        """How many of this report's own findings have this severity."""
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    def total(self, severity: Severity) -> int:
+        """How many findings of this severity it stands for: its own, and for a log dir (or a
+        directory of log dirs) every one of the partitions under it."""
+        return self.count(severity) if self.is_leaf else self.under.get(severity, 0)
+
+    def worst(self) -> Severity | None:
+        """The highest severity found, or None when clean."""
+        return max((f.severity for f in self.findings), default=None)
+
+    @property
+    def is_leaf(self) -> bool:
+        """A partition or a file: the reports whose counts the totals add up."""
+        return self.kind in ("partition", "file")
+
+
+Unit = tuple[Target, PartitionDir | None, list[Segment]]
+Plan = list[tuple[Target, list[Unit]]]
+
+
+def plan_verify(targets: Iterable[Target]) -> Plan:
+    """Verify's units, in order, per target (directories of log dirs expanded): each directory and
+    partition directory (reached twice, by a path given twice or nested paths, only once), or
+    the segment(s) of a file given alone."""
+    seen: set[Path] = set()
+    dirs: set[Path] = set()
+    plans: Plan = []
+    for target in expand(list(targets)):
+        if target.kind != "file" and target.path.resolve() in dirs:
+            continue  # a directory reached twice (given alone and inside another) is listed once
+        dirs.add(target.path.resolve())
+        units: list[Unit] = []
+        if target.kind == "file":
+            units.append((target, None, list(target.segments)))
+        for part in target.partitions():
+            key = part.path.resolve()
+            if key in seen:
+                continue
+            seen.add(key)
+            units.append((target, part, part.segments))
+        plans.append((target, units))
+    return plans
+
+
+def verify_targets(
+    targets: Iterable[Target],
+    options: VerifyOptions,
+    progress: Progress | None = None,
+    tiered: TieredContext | None = None,
+) -> Iterator[PartitionReport]:
+    """Verify every target; yields one report per partition (or per file given alone), in order,
+    then one per log dir (and directory of log dirs) rolling up the partitions under it. `tiered`
+    says where tiered partitions' configs and remote metadata are (default: each one's log dir)."""
+    targets = list(targets)
+    for target in targets:
+        # What listing a stored tree found wrong (a damaged tarball) is a report of its own, first.
+        damage = listing_findings(target.path, partitions=[p.path for p in target.partitions()])
+        if damage:
+            yield PartitionReport(target.given, "file", damage)
+    plans = plan_verify(targets)
+    all_segments = [s for _, units in plans for *_, segs in units for s in segs]
+    results = iter(check_segments(all_segments, options, progress))
+
+    leaves = (
+        unit_report(t, part, [next(results) for _ in segs]) for _, units in plans for t, part, segs in units
+    )
+    yield from assemble(plans, leaves, options, tiered)
+
+
+def unit_report(
+    target: Target | None, part: PartitionDir | None, results: Sequence[SegmentResult]
+) -> PartitionReport:
+    """The report of one unit of a plan, from its segments' results. The target is read only for a
+    file given alone (`part` None): a partition's report needs nothing of the log dir holding it."""
+    if part is None:
+        assert target is not None, "a file given alone is reported from its target"
+        return file_report(target, results)
+    report = partition_report(part, results, str(part.path))
+    report.log_bytes = part.log_bytes
+    return report
+
+
+def assemble(
+    plans: Plan,
+    leaves: Iterator[PartitionReport],
+    options: VerifyOptions,
+    tiered: TieredContext | None = None,
+) -> Iterator[PartitionReport]:
+    """The reports of a plan, in order: each unit's (`leaves`, in plan order) with its coverage and
+    tiered storage judged, then each directory target's roll-up."""
+    rollups: dict[Path, PartitionReport] = {}
+    ctx, starts = tiered if tiered is not None else TieredContext(), LogStartCheckpoints()
+    for target, units in plans:
+        done: list[PartitionReport] = []
+        for unit_target, part, _ in units:
+            report = next(leaves)
+            report.tiered = tiered_facts(part, unit_target.log_dir_path, ctx, starts) if part else None
+            report.findings.extend(report.tiered.gaps if report.tiered is not None else ())
+            _account(report, options)
+            if target.kind == "partition":
+                report.taken_as = target.taken_as()
+                _nothing_to_check(report, options, partitions=1)
+            done.append(report)
+            yield report
+        if target.kind in ("file", "partition"):
+            continue
+        children = [rollups.get(c.path.resolve()) for c in target.children]
+        rollup = _rollup(target, done, children, options)
+        rollups[target.path.resolve()] = rollup
+        yield rollup
+
+
+def _account(report: PartitionReport, options: VerifyOptions) -> None:
+    """Say when a leaf checked less than it held, unless --max-bytes asked for less."""
+    report.limited = options.max_bytes is not None and report.checked_bytes < report.log_bytes
+    if report.checked_bytes < report.log_bytes and not report.limited:
+        report.findings.append(
+            make_finding(
+                "incomplete-check",
+                report.label,
+                f"checked {report.checked_bytes} of the {report.log_bytes} log bytes listed",
+            )
+        )
+
+
+def _rollup(
+    target: Target,
+    leaves: list[PartitionReport],
+    children: list[PartitionReport | None],
+    options: VerifyOptions,
+) -> PartitionReport:
+    report = PartitionReport(str(target.path), target.kind, list(target.problems), taken_as=target.taken_as())
+    if target.kind == "log-dir":
+        report.findings.extend(_check_log_dir_files(target))
+    cache_alone = target.remote_index_cache == target.path  # given on its own: no partition to miss
+    if target.remote_index_cache is not None:
+        from kdump.ops.checks.remote_cache import remote_index_cache_report
+
+        found, taken_as = remote_index_cache_report(target.remote_index_cache)
+        report.findings.extend(found)
+        report.taken_as = taken_as if cache_alone else report.taken_as
+    parts = [r for r in leaves if r.kind == "partition"] + [c for c in children if c is not None]
+    # A formatted log dir with no partition (meta.properties, bootstrap.checkpoint) is a new or idle
+    # broker's: healthy, as a log dir whose partitions hold only empty segments is.
+    report.recognised = bool(target.log_dir_files) or any(r.recognised for r in parts)
+    add_up(report, parts, None if cache_alone else lambda r: _nothing_to_check(r, options, r.partitions))
+    return report
+
+
+def add_up(
+    report: PartitionReport, parts: Sequence[PartitionReport], check: Callable[[PartitionReport], None] | None
+) -> None:
+    """Add the counts under a roll-up to it; `check` judges the sums before the findings are counted."""
+    for r in parts:
+        report.partitions += r.partitions if not r.is_leaf else 1
+        report.segments += r.segments
+        report.batches += r.batches
+        report.records += r.records
+        report.uncounted += r.uncounted
+        report.size += r.size
+        report.log_bytes += r.log_bytes
+        report.checked_bytes += r.checked_bytes
+        report.limited = report.limited or r.limited
+    if check is not None:
+        check(report)
+    for sev in Severity:
+        report.under[sev] = report.count(sev) + sum(r.total(sev) for r in parts)
+
+
+def _nothing_to_check(report: PartitionReport, options: VerifyOptions, partitions: int) -> None:
+    """A path where nothing a broker writes was recognised fails: a gate must not pass on an empty or
+    wrong path.
+
+    What a healthy broker keeps passes however little it holds: a freshly formatted log dir
+    (`meta.properties`, `bootstrap.checkpoint`), partitions of new topics or idle followers (an empty
+    active segment, state files only). `allow_empty` also accepts partition directories that hold
+    nothing at all, never a path with no partition and no file of a broker's.
+    """
+    if report.recognised or (partitions and options.allow_empty):
+        return
+    if partitions == 0:
+        why = "no partition directory and no file a broker writes"
+    else:
+        dirs = f"{partitions} partition directories" if partitions > 1 else "a partition directory"
+        why = f"{dirs} but no file a broker writes"
+    report.findings.append(
+        make_finding(
+            "nothing-to-check",
+            report.label,
+            f"{report.label} holds {why}: nothing to check"
+            + ("" if partitions == 0 else " (--allow-empty accepts that)"),
+        )
+    )
+
+
+def _check_log_dir_files(target: Target) -> list[Finding]:
+    out: list[Finding] = []
+    for p in target.log_dir_files:
+        kind = file_kind(p)
+        if kind in TEXT_KINDS:
+            out.extend(check_text_state(p, kind))
+    return out
+
+
+def _check_one(args: tuple[Segment, bool, int | None, bool, bool]) -> SegmentResult:
+    segment, deep, max_bytes, for_rebuild, judge_indexes = args
+    if for_rebuild:
+        # reindex needs the batches; the judgement of the index files only when it rewrites just
+        # the ones verify finds wrong.
+        return check_segment(
+            segment, deep=deep, max_bytes=max_bytes, keep_spans=True, check_indexes=judge_indexes
+        )
+    return check_segment(segment, deep=deep, max_bytes=max_bytes)
+
+
+def _segment_size(s: Segment) -> int:
+    try:
+        return s.log.stat().st_size if s.log is not None else 0
+    except OSError:
+        return 0
+
+
+def check_segments(
+    segments: Sequence[Segment],
+    options: VerifyOptions,
+    progress: Progress | None = None,
+    *,
+    for_rebuild: bool = False,
+    judge_indexes: bool = True,
+) -> Iterator[SegmentResult]:
+    """Check segments in order, on every core when there is enough data to pay for the processes."""
+    jobs = options.jobs or os.cpu_count() or 1
+    tasks = [(s, options.deep, options.max_bytes, for_rebuild, judge_indexes) for s in segments]
+    sizes = [_segment_size(s) for s in segments]
+    if jobs > 1 and len(tasks) > 1 and sum(sizes) >= PARALLEL_THRESHOLD_BYTES:
+        from kdump.ops.common.workers import process_pools_work, worker_pool
+
+        # Without /dev/shm (a bare chroot) no pool can be made: the same results, in this process.
+        if process_pools_work():
+            # On Ctrl-C or an early stop the workers are terminated, not waited for.
+            with worker_pool(min(jobs, len(tasks))) as pool:
+                for result, size in zip(pool.map(_check_one, tasks), sizes, strict=True):
+                    if progress is not None:
+                        progress(size)
+                    yield result
+            return
+    for task, size in zip(tasks, sizes, strict=True):
+        result = _check_one(task)
+        if progress is not None:
+            progress(size)
+        yield result
+
+
+def tally(report: PartitionReport, results: Sequence[SegmentResult]) -> None:
+    """Add segments' findings and counts to a report."""
+    for r in results:
+        report.findings.extend(r.findings)
+        s = r.summary
+        if s is None:
+            continue
+        report.checked_bytes += s.checked_bytes
+        report.segments += 1
+        report.batches += s.batch_count
+        report.records += s.record_count
+        report.uncounted += s.uncounted_batches
+        report.size += s.size
+        report.valid_bytes += s.valid_bytes
+        if s.first_offset is not None and report.first_offset is None:
+            report.first_offset, report.first_offset_known = s.first_offset, s.first_offset_known
+        if s.last_offset is not None:
+            report.last_offset = s.last_offset
+
+
+def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionReport:
+    """A report for one file given on its own."""
+    report = PartitionReport(target.given, "file", list(target.problems), taken_as=target.taken_as())
+    report.log_bytes = target.log_bytes
+    tally(report, results)
+    if results or target.problems:
+        report.findings = salvage_first(report.findings, results)
+        if target.note is not None or parse_partition_dir_name(target.path.resolve().parent.name) is None:
+            # A segment outside a partition (a copy): its repairs name the file, not the directory.
+            report.findings = [
+                replace(f, details={**f.details, "repair_path": target.given}) for f in report.findings
+            ]
+        return report
+    kind = file_kind(target.path)
+    if kind == "snapshot":
+        report.findings.extend(check_snapshot(target.path))
+    elif kind in TEXT_KINDS:
+        report.findings.extend(check_text_state(target.path, kind))
+    elif kind not in BROKER_LEFTOVER_KINDS:  # the broker starts with those beside it: legal
+        report.findings.append(
+            make_finding(
+                "nothing-to-check",
+                target.given,
+                f"{target.given} is {target.taken_as()}: kdump has nothing to check it against",
+            )
+        )
+    return report
+
+
+def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label: str) -> PartitionReport:
+    """Run the partition-level checks over the segments' results."""
+    report = PartitionReport(label, "partition", list(part.problems), recognised=part.recognised)
+    tally(report, results)
+    strays = find_strays(results)
+    if strays:
+        # A stray copy is the whole problem: its files' own findings (offsets below its base, its
+        # indexes, its name) and the overlap and holes it makes are what moving it out undoes.
+        gone = {str(p) for st in strays for p in st.files}
+        report.findings = [x for x in report.findings if x.file not in gone]
+        report.findings.extend(st.finding for st in strays)
+        results = [r for r in results if all(r is not st.result for st in strays)]
+    f = report.findings
+    f.extend(check_overlaps(results))
+    f.extend(check_offset_holes(part, results))
+    f.extend(check_transactions(results))
+    f.extend(check_open_transactions(part, results))
+    stale = list(check_closed_time_indexes(results, part.path))
+    if stale:  # its zero tail is no preallocation the broker trims: drop the info that says it is
+        files = {s.file for s in stale}
+        f[:] = [x for x in f if not (x.code == "index-preallocated-tail" and x.file in files)]
+        f.extend(stale)
+    f.extend(check_leader_epochs(part, results))
+    swaps = losing_swaps(part, results, cleanup_policy(part, results)[0]) if part.leftovers else []
+    losing = {str(p) for sw in swaps for p in sw.files}
+    f.extend(leftover_finding(p) for p in part.leftovers if str(p) not in losing)
+    f.extend(sw.finding for sw in swaps)
+    for p in part.orphan_indexes:
+        f.append(
+            make_finding("orphan-index", str(p), f"{p.name} has no {p.name.split('.')[0]}.log beside it")
+        )
+    for snap in part.snapshots.values():
+        f.extend(check_snapshot(snap))
+    f.extend(partition_listing_findings(part.path))
+    if part.partition_metadata is not None:
+        f.extend(check_text_state(part.partition_metadata, "partition-metadata"))
+    report.findings = salvage_first(f, results)
+    return report
+
+
+def expected_aborts(results: Sequence[SegmentResult]) -> list[list[AbortedTxn]]:
+    """The aborted-transaction entries each segment's .txnindex should hold, from the markers.
+
+    Mirrors `ProducerStateManager`: a transaction starts at its producer's first transactional
+    batch; at its ABORT marker the entry is (producer id, first offset, marker offset, last stable
+    offset), the last stable offset being the first offset of the earliest other open transaction,
+    or the marker offset + 1 when none is open. Unknown values (a transaction begun before the
+    oldest segment kept) are -1 and are not compared.
+    """
+    ongoing: dict[int, int] = {}
+    unknown_open = False
+    per_segment: list[list[AbortedTxn]] = []
+    for r in results:
+        mine: list[AbortedTxn] = []
+        for kind, pid, offset in r.txn_events:
+            if kind == TXN_DATA:
+                ongoing.setdefault(pid, offset)
+                continue
+            first = ongoing.pop(pid, None)
+            if first is None:
+                unknown_open = True
+            if kind == TXN_ABORT:
+                from kdump.formats.txn_index import AbortedTxn
+
+                others = list(ongoing.values())
+                lso = -1 if unknown_open else (min(others) if others else offset + 1)
+                mine.append(AbortedTxn(0, pid, -1 if first is None else first, offset, lso))
+        per_segment.append(mine)
+    return per_segment
+
+
+def check_transactions(results: Sequence[SegmentResult]) -> Iterator[Finding]:
+    """The partition's .txnindex files against the ABORT markers of its segments."""
+    for r, expected in zip(results, expected_aborts(results), strict=True):
+        if r.summary is None:
+            continue
+        if r.summary.partial:
+            # Markers past a --max-bytes limit were not read: this segment and the ones after it
+            # (whose open transactions depend on them) cannot be judged.
+            return
+        if r.txn_index is None:
+            if expected:
+                label = str(r.segment.log.with_suffix(".txnindex")) if r.segment.log else r.segment.name
+                yield make_finding(
+                    "txn-index-mismatch",
+                    label,
+                    f"{len(expected)} aborted transactions end in this segment but it has no .txnindex",
+                    offset=expected[0].last_offset,
+                )
+            continue
+        from kdump.formats.txn_index import TxnIndexContents
+        from kdump.scan.index_checks import check_txn_index
+
+        label = str(r.segment.txnindex)
+        yield from check_txn_index(r.txn_index or TxnIndexContents((), 0), expected, label)
