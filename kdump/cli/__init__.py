@@ -22,6 +22,7 @@ COMMANDS = {
     "reindex": ("kdump.cli.reindex", "reindex_command"),
     "seek-by-time": ("kdump.cli.seek", "seek_command"),
     "trim-tail": ("kdump.cli.trim", "trim_command"),
+    "quarantine": ("kdump.cli.quarantine", "quarantine_command"),
     "restore": ("kdump.cli.restore", "restore_command"),
     "salvage": ("kdump.cli.salvage", "salvage_command"),
     "compare": ("kdump.cli.compare", "compare_command"),

@@ -83,28 +83,27 @@ def reindex_command(
     for plan in plans:
         if fmt != "json" and plan.changes:
             click.echo(f"{plan.label}: index.interval.bytes {plan.interval_bytes} ({plan.interval_source})")
-        for seg in plan.segments:
-            for c in seg.changes:
-                rows.append(
-                    {
-                        "type": "reindex-change",
-                        "partition": plan.label,
-                        "file": str(c.path),
-                        "kind": c.kind,
-                        "exists": c.exists,
-                        "old_entries": c.old_entries,
-                        "new_entries": c.new_entries,
-                        "missing": c.missing,
-                        "extra": c.extra,
-                        "changed": c.changed,
-                        "stale": c.stale,
-                        "preallocated_slots": c.preallocated_slots,
-                        "index_interval_bytes": plan.interval_bytes,
-                        "applied": False,
-                    }
-                )
-                if fmt != "json":
-                    click.echo(f"{'rewrite' if apply else 'would rewrite'} {c.path}: {c.describe}")
+        for c in plan.changes:
+            rows.append(
+                {
+                    "type": "reindex-change",
+                    "partition": plan.label,
+                    "file": str(c.path),
+                    "kind": c.kind,
+                    "exists": c.exists,
+                    "old_entries": c.old_entries,
+                    "new_entries": c.new_entries,
+                    "missing": c.missing,
+                    "extra": c.extra,
+                    "changed": c.changed,
+                    "stale": c.stale,
+                    "preallocated_slots": c.preallocated_slots,
+                    "index_interval_bytes": plan.interval_bytes,
+                    "applied": False,
+                }
+            )
+            if fmt != "json":
+                click.echo(f"{'rewrite' if apply else 'would rewrite'} {c.path}: {c.describe}")
     if apply and sum(1 for p in plans if p.changes) > 1:
         # Every partition's room at once, before the first is touched.
         check_room(

@@ -60,7 +60,8 @@ from kdump.ops.tiered.partitions import TieredContext
 @click.option(
     "--allow-empty",
     is_flag=True,
-    help="Pass a path whose partitions hold no segment or only empty ones; without it that fails.",
+    help="Also pass partition directories holding no file a broker writes (empty segments and a "
+    "formatted log dir pass without it).",
 )
 @click.option(
     "--remote-log-metadata",

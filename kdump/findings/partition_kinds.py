@@ -10,6 +10,44 @@ __all__ = ["PARTITION_KINDS"]
 PARTITION_KINDS = [
     # --- partition-level -----------------------------------------------------------------------
     FindingKind(
+        "transaction-open",
+        Consequence.SERVES_WRONG,
+        "partition",
+        "A transaction with no COMMIT or ABORT marker up to the log end. An error where the "
+        "coordinator's log in the same log dir (`__transaction_state`) says the producer's transaction "
+        "is complete or that it has none: the marker was lost (a truncation, a copy cut short); info "
+        "otherwise (a copy taken while a producer was in a transaction is healthy).",
+        "The last stable offset stays at the transaction's first offset and READ_COMMITTED consumers "
+        "stop there until a marker comes; a coordinator that has completed the transaction never "
+        "writes one, so it hangs until an operator aborts it (`kafka-transactions.sh abort`, KIP-664).",
+        None,
+    ),
+    FindingKind(
+        "swap-loses-offsets",
+        Consequence.LOSES,
+        "partition",
+        "A `<base>.log.swap` the broker would complete at start (no `.cleaned` at or below its base) "
+        "holding fewer offsets than the segments it replaces (those whose base offset lies in its "
+        "range), in a topic that is not known to be compacted: a cleaner or split killed half way, or "
+        "a copy.",
+        "At start `LogLoader` deletes the segments in the swap's range and renames the swap into "
+        "place: the offsets they held and it does not are gone.",
+        "kdump quarantine --apply PARTITION",
+    ),
+    FindingKind(
+        "segment-stray",
+        Consequence.SERVES_WRONG,
+        "partition",
+        "A stray copy of a segment: a `.log` whose every offset another segment of the partition holds, "
+        "saved under a name inside another segment's range (its batches all below its base offset) or "
+        "under a name that is no segment name (`copy.log`).",
+        "The broker takes a copy named inside another segment's range for the segment from that offset "
+        "on: a fetch or seek that starts at an offset it shadows skips to the segment after it, and a "
+        "recovery that reaches it empties it and deletes every later unflushed segment. A name with no "
+        "number fails the partition's load.",
+        "kdump quarantine --apply PARTITION",
+    ),
+    FindingKind(
         "segment-overlap",
         Consequence.SERVES_WRONG,
         "partition",
@@ -19,12 +57,28 @@ PARTITION_KINDS = [
         "kdump trim-tail --to-offset OFFSET --apply PARTITION",
     ),
     FindingKind(
+        "log-missing",
+        Consequence.LOSES,
+        "partition",
+        "A partition (the KRaft metadata log among them) that holds no batch, and for the metadata "
+        "log no snapshot reaching that far, while its leader-epoch-checkpoint says offsets past its "
+        "log start were written: the segments were deleted or not copied.",
+        "The broker loads it empty at its log start and truncates the epoch cache there: those offsets "
+        "are no longer served. A metadata log so loaded leaves the node no metadata: a node of a dynamic "
+        "quorum (KIP-853) loses its voter set with it, elects no leader, and its broker exits at start, "
+        "unable to register with the controller quorum (a real 4.4 node, tests/brokers).",
+        None,
+    ),
+    FindingKind(
         "leftover-file",
         Consequence.REPAIRS,
         "partition",
-        "A .swap, .cleaned or .deleted file left by the log cleaner, a segment split or a deletion "
-        "that did not finish.",
-        "On start-up the broker deletes .deleted and .cleaned files and completes .swap renames.",
+        "A .swap, .cleaned, .deleted or .part file left by the log cleaner, a segment split, a deletion "
+        "or a KRaft snapshot write that did not finish (a .tmp of a state file too). Info where a "
+        "healthy broker leaves it and deletes it at its next start with no data effect (.deleted, "
+        ".cleaned, .part, .tmp); a warning for a .swap.",
+        "On start-up the broker deletes .deleted, .cleaned and .part files and completes .swap renames, "
+        "deleting the segments whose base offsets lie in the swap's offset range.",
         None,
     ),
     FindingKind(
@@ -50,7 +104,10 @@ PARTITION_KINDS = [
         "A leader-epoch-checkpoint, partition.metadata or log-dir checkpoint that does not parse.",
         "Reading it fails (IOException): the broker puts the log dir offline (KafkaStorageException), so "
         "its partitions are not served, and a broker with one log dir halts. Only a recovery-point or "
-        "log-start-offset checkpoint whose numbers do not parse is reset instead.",
+        "log-start-offset checkpoint whose numbers do not parse is reset instead. Repair: a "
+        "leader-epoch-checkpoint is derived from the batches' epochs, and `kdump reindex --apply "
+        "PARTITION` rebuilds it as the broker's cache would hold it (the finding names that command); "
+        "the others have no repair.",
         None,
     ),
     FindingKind(

@@ -300,6 +300,17 @@ SEGMENT_KINDS = [
         REINDEX,
     ),
     FindingKind(
+        "time-index-max-timestamp-low",
+        Consequence.SERVES_WRONG,
+        "timeindex",
+        "A closed segment (not the partition's last) whose .timeindex's last slot, zero-filled slots "
+        "counted, holds a timestamp below the largest of its batches: a time index overwritten with "
+        "zeros, cut short, or left with a preallocated tail.",
+        "The broker takes the last slot for the segment's largest timestamp: ListOffsets by timestamp "
+        "passes over the segment and answers with a later offset, and time retention deletes it early.",
+        REINDEX,
+    ),
+    FindingKind(
         "time-index-out-of-order",
         Consequence.SERVES_WRONG,
         "timeindex",

@@ -216,8 +216,15 @@ def leftover_description(path: Path, kind: str | None, size: int) -> str | None:
 
 
 def leftover_finding(p: Path) -> Finding:
-    """The finding for a leftover in a partition or log dir: a `.tmp` the broker ignores is legal
-    (info); a segment-family leftover is the trace of an unfinished clean, split or deletion."""
+    """The finding for a leftover in a partition or log dir, as the broker treats it at start.
+
+    Legal (info), as a healthy broker leaves them and deletes them at its next start with no data
+    effect: a `.tmp` of an interrupted state write; a `.deleted` segment file, producer snapshot or
+    KRaft snapshot awaiting `file.delete.delay.ms` (a running broker's, or a 4.x broker's snapshots
+    after a clean stop); a `.cleaned` cleaner or split output (`LogLoader` deletes it, the segments it
+    was built from stay); a `.checkpoint.part` KRaft snapshot being written. A `.swap` is no such
+    trace: the broker completes it, replacing the segments in its offset range (a warning).
+    """
     base = temp_file_base(p.name)
     if base is not None:
         return make_finding(
@@ -227,8 +234,31 @@ def leftover_finding(p: Path) -> Finding:
             "overwrites it at its next write",
             severity=Severity.INFO,
         )
+    info = parse_segment_file_name(p.name)
+    suffix = info.suffix if info is not None else ""
+    if suffix == "deleted":
+        return make_finding(
+            "leftover-file",
+            str(p),
+            f"{p.name} awaits the broker's asynchronous delete (file.delete.delay.ms); the broker deletes "
+            "it at its next start",
+            severity=Severity.INFO,
+        )
+    if suffix in ("cleaned", "part"):
+        what = (
+            "a KRaft snapshot being written" if suffix == "part" else "output of an unfinished clean or split"
+        )
+        return make_finding(
+            "leftover-file",
+            str(p),
+            f"{p.name} is {what}; the broker deletes it at its next start and keeps the files it came from",
+            severity=Severity.INFO,
+        )
     return make_finding(
-        "leftover-file", str(p), f"{p.name} was left by an unfinished clean, split or deletion"
+        "leftover-file",
+        str(p),
+        f"{p.name} was left by an unfinished clean or split: the broker completes the swap at its next "
+        "start, replacing the segments whose base offsets lie in its range",
     )
 
 

@@ -219,11 +219,10 @@ class Target:
 
     @property
     def idle_log_dir(self) -> bool:
-        """A broker's log dir with no partition (`meta.properties`, its checkpoints) beside other log
-        dirs: a broker that holds no replica, which is healthy, not a path with nothing in it."""
+        """A broker's log dir with no partition (`meta.properties`, its checkpoints): a freshly formatted
+        broker, or one that holds no replica, which is healthy, not a path with nothing in it."""
         return (
             self.kind == "log-dir"
-            and self.among_log_dirs
             and not self.parts
             and self.remote_index_cache is None
             and any(p.name == META_PROPERTIES for p in self.log_dir_files)

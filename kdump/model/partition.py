@@ -50,6 +50,9 @@ class PartitionDir:
     problems: list[Finding] = field(default_factory=list)
     # Sizes of the segment `.log` files when listed: the bytes there are to check.
     log_bytes: int = 0
+    # Whether it holds a file Kafka writes (a segment file, even empty, a snapshot, a state file): a
+    # partition the broker keeps, as opposed to a directory with nothing of Kafka's in it.
+    recognised: bool = False
 
     @property
     def leader_epoch_checkpoint(self) -> Path | None:
@@ -106,6 +109,7 @@ class PartitionDir:
                 part.other_files.append(p)
                 part.problems.append(unknown_finding(pr, "partition directory", unknown))
                 continue
+            part.recognised = True
             why = readable(pr)
             if why is not None:
                 part.problems.append(make_finding("unreadable-file", str(p), f"cannot read {name}: {why}"))

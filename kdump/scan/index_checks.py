@@ -21,7 +21,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-from kdump.findings import Finding, make_finding
+from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.offset_index import OffsetIndexContents
 from kdump.formats.time_index import TimeIndexContents
 from kdump.formats.txn_index import AbortedTxn, TxnIndexContents
@@ -147,6 +147,8 @@ def check_offset_index(
     yield from check_index_slots(contents, 8, file, "index-not-monotonic")
     prev_offset = prev_position = -1
     reported_order = False
+    order: tuple[int, int, int, int, int] | None = None
+    misplaced = False  # an entry whose lookup would not land at or before its batch
     # Entries past the valid end (a stale index after a truncation, or damage mid-log) are one
     # finding per file: they share one cause and one repair.
     beyond: list[tuple[int, int, int]] = []
@@ -154,14 +156,7 @@ def check_offset_index(
         at = i * 8
         out_of_order = offset < base or (i > 0 and (offset <= prev_offset or position <= prev_position))
         if out_of_order and not reported_order:
-            yield make_finding(
-                "index-not-monotonic",
-                file,
-                f"entry {i} (offset {offset}, position {position}) does not follow "
-                f"(offset {prev_offset}, position {prev_position})",
-                position=at,
-                offset=offset,
-            )
+            order = (i, offset, position, prev_offset, prev_position)
             reported_order = True
         prev_offset, prev_position = offset, position
         if valid_bytes <= position < damaged_end:
@@ -174,6 +169,7 @@ def check_offset_index(
             beyond.append((at, offset, position))
             continue
         if position not in table.position_set:
+            misplaced = True
             yield make_finding(
                 "index-offset-mismatch",
                 file,
@@ -183,6 +179,7 @@ def check_offset_index(
                 log_position=position,
             )
         elif table.span(holder).position < position:
+            misplaced = True
             span = table.span(holder)
             yield make_finding(
                 "index-offset-mismatch",
@@ -193,6 +190,8 @@ def check_offset_index(
                 offset=offset,
                 log_position=position,
             )
+    if order is not None:
+        yield _order_finding(file, order, misplaced or bool(beyond))
     if beyond:
         at, offset, position = beyond[0]
         last_valid = table.last_offsets[-1] if table.last_offsets else None
@@ -206,6 +205,29 @@ def check_offset_index(
             log_position=position,
             entries=len(beyond),
         )
+
+
+def _order_finding(file: str, order: tuple[int, int, int, int, int], misplaced: bool) -> Finding:
+    """Entries out of order. The broker's lookup (`AbstractIndex.largestLowerBoundSlotFor`) binary-searches
+    for an entry at or below the target and reads the log forward from its position: whatever the
+    order, it lands at or below the target. Where every entry's position is the start of the batch
+    holding its offset (or one before it), every fetch and seek is still answered right, reading more
+    bytes: a warning, which reindex rebuilds. Only with misplaced entries does the order mis-serve."""
+    i, offset, position, prev_offset, prev_position = order
+    text = f"entry {i} (offset {offset}, position {position}) does not follow (offset {prev_offset}, position {prev_position})"
+    if not misplaced:
+        text += (
+            "; every entry points at or before the batch holding its offset, so the broker's lookup still "
+            "lands at or below each target and reads forward: fetches are served right, reading more"
+        )
+    return make_finding(
+        "index-not-monotonic",
+        file,
+        text,
+        position=i * 8,
+        offset=offset,
+        severity=None if misplaced else Severity.WARNING,
+    )
 
 
 def check_time_index(

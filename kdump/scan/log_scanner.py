@@ -48,6 +48,20 @@ from kdump.scan.pages import EVICT_EVERY, READY_AHEAD, READY_FIRST, Buffer, all_
 from kdump.scan.resync import find_next_entry, min_length
 from kdump.scan.runs import check_run_records
 
+# A segment holds at most this many offsets past its base: the index stores them as an int32.
+_SEGMENT_OFFSET_SPAN = 1 << 31
+
+
+def checked_offset(offset: int | None, last_valid: int | None, base_offset: int | None) -> int | None:
+    """The offset a batch header that failed its check (or could not be checked) names, when it can be
+    told apart from garbage: at or past the next offset (the last valid batch's, else the segment's
+    base), within the span a segment can hold. None otherwise: an offset read from random bytes
+    (9075011579598524882) is never reported as where the damage is."""
+    floor = last_valid + 1 if last_valid is not None else base_offset
+    if offset is None or floor is None:
+        return None
+    return offset if floor <= offset < floor + _SEGMENT_OFFSET_SPAN else None
+
 
 @overload
 def scan_log(
@@ -272,7 +286,7 @@ def scan_log(
                         f"batch of {length + LOG_OVERHEAD} bytes runs {length + LOG_OVERHEAD - remaining} "
                         f"bytes past the end of the file",
                         position=pos,
-                        offset=entry_offset,
+                        offset=checked_offset(entry_offset, last_offset, base_offset),
                         size=remaining,
                         declared_size=length + LOG_OVERHEAD,
                     )
@@ -359,7 +373,11 @@ def scan_log(
                     file,
                     f"stored crc {header.crc} differs from computed crc {header.computed_crc}",
                     position=pos,
-                    offset=header.base_offset if header.base_offset is not None else header.last_offset,
+                    offset=checked_offset(
+                        header.base_offset if header.base_offset is not None else header.last_offset,
+                        last_offset if valid_end is None or valid_end == pos else None,
+                        base_offset,
+                    ),
                     stored_crc=header.crc,
                     computed_crc=header.computed_crc,
                 )

@@ -132,13 +132,14 @@ def test_a_partition_named_kafka_1_stays_a_partition(kdump: Any, tmp_path: Path)
     assert rows[-1]["checked_bytes"] == rows[-1]["log_bytes"] == _log_bytes(part) > 0
 
 
-def test_an_idle_log_dir_alone_still_checks_nothing(kdump: Any, tmp_path: Path) -> None:
-    """Given on its own, an idle log dir gives a gate nothing to check: that still fails."""
+def test_an_idle_log_dir_alone_is_healthy(kdump: Any, tmp_path: Path) -> None:
+    """Given on its own, an idle (or freshly formatted) broker's log dir is what a broker writes: a
+    pre-start gate on it must let the broker start."""
     idle = _idle(tmp_path / "kafka-2")
     assert discover(str(idle)).kind == "log-dir"
     result, rows = _verify(kdump, str(idle))
-    assert result.exit_code == 1
-    assert {r["code"] for r in rows if r["type"] == "finding"} == {"nothing-to-check"}
+    assert result.exit_code == 0, result.stdout
+    assert [r for r in rows if r["type"] == "finding"] == []
 
 
 def test_a_log_dir_given_alone_and_inside_a_fleet_is_listed_once(kdump: Any, tmp_path: Path) -> None:

@@ -149,6 +149,9 @@ def test_cli_prints_what_local_verify_prints(spark: Any, fleet: list[Path], tmp_
 def test_no_partitions_at_all(spark: Any, tmp_path: Path) -> None:
     (tmp_path / "empty-logdir").mkdir()
     (tmp_path / "empty-logdir" / "meta.properties").write_text("version=1\n")
-    # As local verify: the log dir's own report says there was nothing to check, which fails.
-    reports = run_fleet_verify(_targets([tmp_path / "empty-logdir"]), VerifyOptions())
-    assert [(r.kind, [f.code for f in r.findings]) for r in reports] == [("log-dir", ["nothing-to-check"])]
+    # As local verify: a log dir holding meta.properties is a broker's, with nothing wrong in it; a
+    # directory with nothing of a broker's has nothing to check, which fails.
+    (tmp_path / "not-kafka").mkdir()
+    reports = run_fleet_verify(_targets([tmp_path / "empty-logdir", tmp_path / "not-kafka"]), VerifyOptions())
+    got = [(r.kind, [f.code for f in r.findings if f.code == "nothing-to-check"]) for r in reports]
+    assert got == [("log-dir", []), ("log-dir", ["nothing-to-check"])]

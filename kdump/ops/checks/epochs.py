@@ -118,7 +118,10 @@ def check_leader_epochs(part: PartitionDir, results: Sequence[SegmentResult]) ->
     try:
         checkpoint = checkpoints.decode_leader_epoch_checkpoint(read_small_file(path))
     except (DecodeError, KdumpError, ValueError) as exc:
-        yield make_finding("checkpoint-corrupt", str(path), str(exc))
+        # Derived data: reindex rebuilds it from the batches (kdump.ops.repair.epoch_rebuild).
+        yield make_finding(
+            "checkpoint-corrupt", str(path), str(exc), repair="kdump reindex --apply PARTITION"
+        )
         return
     entries = [(e.epoch, e.start_offset) for e in checkpoint.entries]
     seen: dict[int, int] = {}
@@ -136,6 +139,9 @@ def check_leader_epochs(part: PartitionDir, results: Sequence[SegmentResult]) ->
         seen = {epoch: first for epoch, first in seen.items() if first >= start}
         if in_force is not None and log_end is not None and log_end >= start:
             seen.setdefault(in_force, start)
+    if log_end is None and not results_partial(results):
+        yield from _log_gone(part, path, entries, start)
+        return
     starts = dict(entries)
     below = f" (log start offset {start}, from {source})" if start is not None and start > 0 else ""
     for epoch, first in sorted(seen.items()):
@@ -165,3 +171,39 @@ def check_leader_epochs(part: PartitionDir, results: Sequence[SegmentResult]) ->
                     offset=offset,
                     past_log_end=True,
                 )
+
+
+def results_partial(results: Sequence[SegmentResult]) -> bool:
+    """Whether a --max-bytes read stopped short of a segment's end."""
+    return any(r.summary is not None and r.summary.partial for r in results)
+
+
+def _log_gone(part: PartitionDir, path: Path, entries: Entries, start: int | None) -> Iterator[Finding]:
+    """A partition with no batch, whose epoch checkpoint says offsets past its log start were written.
+
+    The broker loads it as it is: its log end is the log start (the first, empty segment's base, or
+    the recorded log start, or for the metadata log its newest snapshot), and it truncates the epoch
+    cache there. Every offset the checkpoint vouches for above that is gone: for `__cluster_metadata`
+    the node has no metadata left, and a dynamic quorum's node no voter set: it cannot start.
+    """
+    bases = [s.base_offset for s in part.segments]
+    end = max([start or 0, *bases, *(_snapshot_ends(part))])
+    past = [(epoch, offset) for epoch, offset in entries if offset > end]
+    if not past:
+        return
+    epoch, offset = past[-1]
+    what = "the metadata log" if part.name.startswith("__cluster_metadata") else "the partition"
+    held = "no segment" if not part.segments else "only empty segments"
+    yield make_finding(
+        "log-missing",
+        str(path),
+        f"the checkpoint says leader epoch {epoch} began at offset {offset}, but {what} holds {held}"
+        + (" and no snapshot" if not part.kraft_checkpoints else " and no snapshot that far")
+        + f": the broker starts it empty at offset {end}, and offsets {end} to {offset} at least are gone",
+        offset=end,
+    )
+
+
+def _snapshot_ends(part: PartitionDir) -> list[int]:
+    heads = (p.name.split("-", 1)[0] for p in part.kraft_checkpoints)
+    return [int(h) for h in heads if h.isdigit()]

@@ -249,7 +249,13 @@ def _check_indexes(segment: Segment, batches: _Batches, summary: ScanSummary) ->
     out: list[Finding] = []
     assert segment.log is not None
     log = segment.log
-    if segment.index is None:
+    # An empty segment without its indexes is a running broker's active segment (2.x creates the
+    # .index lazily): at start the broker recovers it, rebuilding empty indexes, with nothing to lose
+    # or misread (from 2.x to 4.4, `LogSegment.sanityCheck` answers a missing .index that way).
+    empty = summary.size == 0
+    if segment.index is None and empty:
+        pass
+    elif segment.index is None:
         out.append(
             make_finding(
                 "index-missing",
@@ -263,7 +269,9 @@ def _check_indexes(segment: Segment, batches: _Batches, summary: ScanSummary) ->
                 segment.index, segment.base_offset, batches, summary.valid_bytes, "index", summary.size
             )
         )
-    if segment.timeindex is None:
+    if segment.timeindex is None and empty:
+        pass
+    elif segment.timeindex is None:
         out.append(
             make_finding(
                 "time-index-missing",

@@ -19,10 +19,14 @@ from kdump.model.entries import BROKER_LEFTOVER_KINDS, file_kind, leftover_findi
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
-from kdump.ops.checks.continuity import check_offset_holes, check_overlaps, salvage_first
+from kdump.ops.checks.continuity import check_offset_holes, check_overlaps, cleanup_policy, salvage_first
 from kdump.ops.checks.epochs import check_leader_epochs
+from kdump.ops.checks.open_txns import check_open_transactions
 from kdump.ops.checks.segment import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
 from kdump.ops.checks.state import TEXT_KINDS, check_snapshot, check_text_state
+from kdump.ops.checks.strays import find_strays
+from kdump.ops.checks.swaps import losing_swaps
+from kdump.ops.checks.time_index import check_closed_time_indexes
 from kdump.ops.tiered.partitions import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
 from kdump.store.queries import listing_findings, partition_listing_findings
 
@@ -69,6 +73,9 @@ class PartitionReport:
     checked_bytes: int = 0
     limited: bool = False
     partitions: int = 0  # log-dir and log-dirs reports: how many partitions they hold
+    # It holds a file a broker writes (a segment file, even empty, a state file, meta.properties):
+    # what a broker keeps, however little, as opposed to a path with nothing of Kafka's in it.
+    recognised: bool = False
     taken_as: str | None = None  # for a path as given: what kdump took it to be
     # Where the log-start-offset checkpoint is below the first segment: tiered or not, both log starts.
     tiered: TieredFacts | None = None
@@ -221,8 +228,10 @@ def _rollup(
         report.findings.extend(found)
         report.taken_as = taken_as if cache_alone else report.taken_as
     parts = [r for r in leaves if r.kind == "partition"] + [c for c in children if c is not None]
-    legal = cache_alone or target.idle_log_dir  # an idle broker's log dir among others: not empty
-    add_up(report, parts, None if legal else lambda r: _nothing_to_check(r, options, r.partitions))
+    # A formatted log dir with no partition (meta.properties, bootstrap.checkpoint) is a new or idle
+    # broker's: healthy, as a log dir whose partitions hold only empty segments is.
+    report.recognised = bool(target.log_dir_files) or any(r.recognised for r in parts)
+    add_up(report, parts, None if cache_alone else lambda r: _nothing_to_check(r, options, r.partitions))
     return report
 
 
@@ -247,21 +256,21 @@ def add_up(
 
 
 def _nothing_to_check(report: PartitionReport, options: VerifyOptions, partitions: int) -> None:
-    """A path that gave verify nothing to check fails: a gate must not pass on an empty or wrong path.
+    """A path where nothing a broker writes was recognised fails: a gate must not pass on an empty or
+    wrong path.
 
-    A real broker keeps partitions with no data (an empty active segment, or only leftovers after
-    deletion): `allow_empty` accepts those when the user says so, never a path with no partition.
+    What a healthy broker keeps passes however little it holds: a freshly formatted log dir
+    (`meta.properties`, `bootstrap.checkpoint`), partitions of new topics or idle followers (an empty
+    active segment, state files only). `allow_empty` also accepts partition directories that hold
+    nothing at all, never a path with no partition and no file of a broker's.
     """
+    if report.recognised or (partitions and options.allow_empty):
+        return
     if partitions == 0:
-        why = "no partition directory"
-    elif options.allow_empty:
-        return
-    elif report.segments == 0:
-        why = f"{partitions} partitions but no segment" if partitions > 1 else "no segment"
-    elif report.log_bytes == 0:
-        why = f"{report.segments} segments, all empty"
+        why = "no partition directory and no file a broker writes"
     else:
-        return
+        dirs = f"{partitions} partition directories" if partitions > 1 else "a partition directory"
+        why = f"{dirs} but no file a broker writes"
     report.findings.append(
         make_finding(
             "nothing-to-check",
@@ -381,14 +390,31 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
 
 def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label: str) -> PartitionReport:
     """Run the partition-level checks over the segments' results."""
-    report = PartitionReport(label, "partition", list(part.problems))
+    report = PartitionReport(label, "partition", list(part.problems), recognised=part.recognised)
     tally(report, results)
+    strays = find_strays(results)
+    if strays:
+        # A stray copy is the whole problem: its files' own findings (offsets below its base, its
+        # indexes, its name) and the overlap and holes it makes are what moving it out undoes.
+        gone = {str(p) for st in strays for p in st.files}
+        report.findings = [x for x in report.findings if x.file not in gone]
+        report.findings.extend(st.finding for st in strays)
+        results = [r for r in results if all(r is not st.result for st in strays)]
     f = report.findings
     f.extend(check_overlaps(results))
     f.extend(check_offset_holes(part, results))
     f.extend(check_transactions(results))
+    f.extend(check_open_transactions(part, results))
+    stale = list(check_closed_time_indexes(results, part.path))
+    if stale:  # its zero tail is no preallocation the broker trims: drop the info that says it is
+        files = {s.file for s in stale}
+        f[:] = [x for x in f if not (x.code == "index-preallocated-tail" and x.file in files)]
+        f.extend(stale)
     f.extend(check_leader_epochs(part, results))
-    f.extend(leftover_finding(p) for p in part.leftovers)
+    swaps = losing_swaps(part, results, cleanup_policy(part, results)[0]) if part.leftovers else []
+    losing = {str(p) for sw in swaps for p in sw.files}
+    f.extend(leftover_finding(p) for p in part.leftovers if str(p) not in losing)
+    f.extend(sw.finding for sw in swaps)
     for p in part.orphan_indexes:
         f.append(
             make_finding("orphan-index", str(p), f"{p.name} has no {p.name.split('.')[0]}.log beside it")

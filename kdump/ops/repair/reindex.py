@@ -157,12 +157,14 @@ class ReindexPlan:
     # Index files left as they are although the recovery rule would write them otherwise, because
     # verify finds nothing wrong with them (the broker's append-time entries); see `rebuild_all`.
     kept: int = 0
+    # Partition files rebuilt beside the indexes: an unreadable leader-epoch-checkpoint.
+    extra: tuple[FileChange, ...] = ()
     rebuild_all: bool = False  # --rebuild-all: every index the recovery rule writes otherwise
 
     @property
     def changes(self) -> list[FileChange]:
         """Every file that would change."""
-        return [c for s in self.segments for c in s.changes]
+        return [*(c for s in self.segments for c in s.changes), *self.extra]
 
 
 def _diff(old: Sequence[tuple[int, int]], new: Sequence[tuple[int, int]]) -> tuple[int, int, int]:
@@ -375,7 +377,11 @@ def plan_partition(
     plan = _plan(
         str(part.path), part.path, log_dir, results, expected_aborts(results), interval_bytes, rebuild_all
     )
-    return dataclasses.replace(plan, problems=(*part.problems, *plan.problems))
+    from kdump.ops.repair.epoch_rebuild import KIND, rebuild  # an unreadable leader-epoch-checkpoint
+
+    got = rebuild(part, results)
+    extra = () if got is None else (FileChange(got[0], KIND, True, 0, got[1], got[1], 0, 0, 0, 0, got[2]),)
+    return dataclasses.replace(plan, problems=(*part.problems, *plan.problems), extra=extra)
 
 
 def _plan(
@@ -392,7 +398,7 @@ def _plan(
     log_start = next(
         (r.summary.first_offset for r in results if r.summary and r.summary.first_offset is not None), 0
     )
-    wrong = None if rebuild_all else judged_wrong(results)
+    wrong = None if rebuild_all else judged_wrong(results, root)
     kept = 0
     for r, a in zip(results, aborts, strict=True):
         if r.summary is None:
@@ -419,9 +425,15 @@ def _plan(
 _INDEX_PLACES = frozenset({"index", "timeindex", "txnindex"})
 
 
-def judged_wrong(results: Sequence[SegmentResult]) -> set[str]:
+def judged_wrong(results: Sequence[SegmentResult], partition: Path | None = None) -> set[str]:
     """The index files verify finds wrong or missing (a warning or worse about them)."""
-    findings = [*(f for r in results for f in r.findings), *check_transactions(results)]
+    from kdump.ops.checks.time_index import check_closed_time_indexes
+
+    findings = [
+        *(f for r in results for f in r.findings),
+        *check_transactions(results),
+        *check_closed_time_indexes(results, partition),
+    ]
     return {
         f.file for f in findings if CATALOG[f.code].where in _INDEX_PLACES and f.severity >= Severity.WARNING
     }

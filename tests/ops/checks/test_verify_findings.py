@@ -164,12 +164,15 @@ def test_index_not_monotonic_shuffled(built: Path) -> None:
     first_bad = next(
         i for i in range(1, len(slots)) if slots[i][0] <= slots[i - 1][0] or slots[i][1] <= slots[i - 1][1]
     )
-    f = one(verify(built), "index-not-monotonic")  # reported once per file, at the first break
+    hits = only(verify(built), "index-not-monotonic")  # reported once per file, at the first break
+    assert len(hits) == 1
+    f = hits[0]
     assert f.file == str(index)
     assert f.position == first_bad * 8
     assert f.offset == slots[first_bad][0]  # base offset 0: relative == absolute
-    # A closed segment's index is used as it is (no sanity check at load): reads go wrong.
-    assert f.severity == Severity.ERROR
+    # Every shuffled entry still points at its batch: the broker's lookup lands at or below each
+    # target and reads forward (tests/ops/test_verify_start_state.py), so it serves right: a warning.
+    assert f.severity == Severity.WARNING
 
 
 def test_index_not_monotonic_nonzero_slot_repeating_the_base_offset(txn_copy: Path) -> None:
