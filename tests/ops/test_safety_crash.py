@@ -37,8 +37,11 @@ KILLED = -signal.SIGKILL
 
 
 def _worst(part: Path) -> Severity | None:
+    """The worst finding, besides the open transaction a cut of txn-1's last COMMIT marker leaves (as
+    the broker's own recovery does; info, with no coordinator log here to say it hangs)."""
     reports = list(verify_targets([discover(str(part))], VerifyOptions(jobs=1)))
-    return max((f.severity for r in reports for f in r.findings), default=None)
+    found = [f for r in reports for f in r.findings if f.code != "transaction-open"]
+    return max((f.severity for f in found), default=None)
 
 
 def _manifest(backup: Path) -> dict[str, Any]:
@@ -191,7 +194,7 @@ def test_trim_tail_killed_at_each_step(
     again = kdump("trim-tail", "--apply", "--backup-dir", str(tmp_path / "second-backup"), str(part))
     assert again.exit_code == 0, again.output
     assert log.read_bytes() == damaged[:cut]
-    assert kdump("verify", "--fail-on", "info", str(part)).exit_code == 0
+    assert kdump("verify", "--fail-on", "warning", str(part)).exit_code == 0
     assert _worst(part) is None
     # Exactly what an uninterrupted run leaves, with no temporary file behind.
     assert file_hashes(part) == trim_reference
