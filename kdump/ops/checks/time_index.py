@@ -12,6 +12,7 @@ left alone: its preallocated tail is trimmed at roll, and recovery rebuilds it a
 
 from __future__ import annotations
 
+import functools
 import itertools
 import struct
 from collections.abc import Iterator, Sequence
@@ -50,15 +51,27 @@ def recovered_from(partition: Path | None) -> int | None:
     checkpoint = log_dir / "recovery-point-offset-checkpoint"
     if (log_dir / ".kafka_cleanshutdown").exists() or not checkpoint.is_file():
         return None
+    try:
+        st = checkpoint.stat()
+    except OSError:
+        return None
+    offsets = _recovery_points(checkpoint, st.st_mtime_ns, st.st_size)
+    if offsets is None:
+        return None
+    return offsets.get((parsed.topic, parsed.partition), 0)
+
+
+@functools.lru_cache(maxsize=16)
+def _recovery_points(path: Path, _mtime_ns: int, _size: int) -> dict[tuple[str, int], int] | None:
+    """A log dir's recovery points, read once per file (not once per partition)."""
     from kdump.formats.checkpoints import decode_offset_checkpoint  # only where a log dir has one
     from kdump.scan.source import read_small_file
 
     try:
-        entries = decode_offset_checkpoint(read_small_file(checkpoint)).entries
+        entries = decode_offset_checkpoint(read_small_file(path)).entries
     except (KdumpError, ValueError):
         return None
-    key = (parsed.topic, parsed.partition)
-    return next((e.offset for e in entries if (e.topic, e.partition) == key), 0)
+    return {(e.topic, e.partition): e.offset for e in entries}
 
 
 def check_closed_time_indexes(
@@ -68,13 +81,19 @@ def check_closed_time_indexes(
     largest timestamp, and which the broker's next start loads as they are: a segment it recovers
     (one reaching its recovery point, after an unclean stop: a copy of a running broker, whose
     rolled segment's index was copied before the roll trimmed it) gets its indexes rebuilt."""
-    recovery = recovered_from(partition)
-    for r, nxt in itertools.pairwise(results):
-        if recovery is not None and nxt.segment.base_offset > recovery:
-            return  # this segment and those after it are recovered at start
+    from kdump.store.locations import is_stored
+
+    recovery: int | None = None
+    for i, (r, nxt) in enumerate(itertools.pairwise(results)):
         s, seg = r.summary, r.segment
         if s is None or seg.timeindex is None or s.partial or s.valid_bytes < s.size or s.max_timestamp < 0:
             continue  # nothing to compare, or damage of its own whose repair rebuilds the indexes
+        if is_stored(str(seg.timeindex)):
+            continue  # a stored copy's files are fetched once, by the segment check (a known gap)
+        if i == 0 or recovery is None:
+            recovery = recovered_from(partition)  # read only where a closed segment is to be judged
+        if recovery is not None and nxt.segment.base_offset > recovery:
+            return  # this segment and those after it are recovered at start
         last = _last_timestamp(seg.timeindex)
         if last is None or last >= s.max_timestamp:
             continue  # an empty time index: the broker falls back to the file's modification time
