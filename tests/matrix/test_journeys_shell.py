@@ -21,6 +21,7 @@ Run with `-s` to see one `JOURNEY` line per journey (hints run, clean or not).
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +53,16 @@ def _hashes(root: Path) -> dict[str, str]:
     }
 
 
+def _only_open_transactions(path: Path, work: Path, flags: str) -> bool:
+    """Whether all verify still finds is `transaction-open` info: a cut that takes a transaction's
+    COMMIT marker leaves it open, as the broker's own recovery does (no coordinator log here to say
+    it hangs), and no repair invents a marker."""
+    final = shell(f"kdump verify --format json --fail-on info {flags} '{path}'", work, work)
+    rows = [json.loads(line) for line in final.stdout.splitlines() if line.strip()]
+    left = [(r["code"], r["severity"]) for r in rows if r.get("type") == "finding"]
+    return bool(left) and all(f == ("transaction-open", "info") for f in left)
+
+
 def walk(
     part: Path, work: Path, *, relative: bool, fail_on: str = "info", flags: str = ""
 ) -> tuple[int, list[str]]:
@@ -65,7 +76,9 @@ def walk(
         given = str(Path("..", "..", *part.relative_to(work.parent).parts)) if relative else str(part)
         hints, status = printed_hints(given, cwd, work, fail_on, flags)
         if not hints:
-            assert status == 0, f"verify fails with no hint left after {ran}"
+            assert status == 0 or _only_open_transactions(part, work, flags), (
+                f"verify fails with no hint left after {ran}"
+            )
             return len(ran), ran
         assert step < MAX_STEPS, f"still hints after {ran}: {hints}"
         done = shell(hints[0], cwd, work)
@@ -84,7 +97,7 @@ def _finish(
     flags: str = "",
 ) -> None:
     final = shell(f"kdump verify --fail-on {fail_on} {flags} '{log_dir}'", work, work)
-    assert final.returncode == 0, final.stdout
+    assert final.returncode == 0 or _only_open_transactions(log_dir, work, flags), final.stdout
     print(f"JOURNEY {label}: {len(ran)} hints run, clean")
     # Undo every repair at once from the log dir's backup root: the damaged copy comes back.
     backups = log_dir.parent / f"{log_dir.name}.kdump-backups"
