@@ -23,7 +23,11 @@ from kdump.ops.metadata.image import METADATA_DIR, MetadataImage, load_image
 def _image(metadata_dir: Path, stamp: tuple[tuple[str, int, int], ...]) -> MetadataImage | None:
     del stamp  # part of the cache key only: a metadata log that changed is read again
     image = load_image(metadata_dir)
-    # An image the broker could not build itself (its loader failed, or a gap) says nothing reliable.
+    # An image the broker could not build itself (its loader failed, or a gap) says nothing reliable;
+    # nor does one of no records (a metadata log whose segments are gone, `log-missing`): the node
+    # then has no metadata to set a log aside by.
+    if image.records_applied == 0 and image.snapshot is None:
+        return None
     return None if image.findings and any(f.severity >= 30 for f in image.findings) else image
 
 
