@@ -11,6 +11,7 @@ import click
 
 from kdump.cli.exit_codes import ExitCode
 from kdump.cli.output import (
+    commits_option,
     could_not_read,
     diag,
     discover_all,
@@ -35,15 +36,7 @@ from kdump.ops.replicas.compare import PartitionComparison, compare_partition, e
     help="The replica that is (or will be) the leader: a partition directory given, or the log dir "
     "holding it. The others' truncation is computed against it. Default: each replica in turn.",
 )
-@click.option(
-    "--commits",
-    "commits_paths",
-    multiple=True,
-    type=click.Path(exists=True, file_okay=False),
-    metavar="PATH",
-    help="Where the groups' committed offsets are: a log dir or __consumer_offsets-N directory "
-    "(repeatable; default: the log dirs of the replicas). For each replica as leader, the groups hurt.",
-)
+@commits_option("the log dirs of the replicas", "For each replica as leader, the groups hurt.")
 @engine_options
 @format_option
 def compare_command(

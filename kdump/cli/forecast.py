@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
+from kdump.cli.output import commits_option
 from kdump.errors import KdumpError, PathError
 from kdump.ops.forecast import Verdict, forecast
 from kdump.render.consumers import impact_lines
@@ -49,15 +50,7 @@ _EXIT = {
     show_default=True,
     help="text: the short verdict; json: JSON Lines with every fact.",
 )
-@click.option(
-    "--commits",
-    "commits_paths",
-    multiple=True,
-    type=click.Path(exists=True, file_okay=False),
-    metavar="PATH",
-    help="Where the groups' committed offsets are: a log dir or __consumer_offsets-N directory (repeatable; "
-    "default: LOG_DIRS). The forecast then says which groups the start-up hurts.",
-)
+@commits_option("LOG_DIRS", "The forecast then says which groups the start-up hurts.")
 @click.option("--image", is_flag=True, help="Print the metadata image (JSON) instead of the forecast.")
 def forecast_command(
     log_dirs: tuple[Path, ...],

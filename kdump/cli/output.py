@@ -50,6 +50,20 @@ def dump_format_option(fn: F) -> F:
     )(fn)
 
 
+def commits_option(default: str, then: str) -> Callable[[F], F]:
+    """`--commits PATH` (repeatable): where the groups' committed offsets are read, for the commands
+    that say which consumer groups an event hurts; `default` is where they are found without it."""
+    return click.option(
+        "--commits",
+        "commits_paths",
+        multiple=True,
+        type=click.Path(exists=True, file_okay=False),
+        metavar="PATH",
+        help="Where the groups' committed offsets are: a log dir or __consumer_offsets-N directory "
+        f"(repeatable; default: {default}). {then}",
+    )
+
+
 def resolve_format(fmt: str | None) -> str:
     """The format to use when none was given: rich for a terminal, text for pipes and files."""
     if fmt is not None:

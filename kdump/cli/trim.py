@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from kdump.cli.exit_codes import ExitCode
-from kdump.cli.output import diag, discover_all, format_option, resolve_format, say_problems
+from kdump.cli.output import commits_option, diag, discover_all, format_option, resolve_format, say_problems
 from kdump.cli.repair import LocalPath, check_backup_dir, interval_options, repair_options, write_rows
 from kdump.errors import CannotRepairError
 from kdump.ops.common.topic_config import IntervalResolver
@@ -35,15 +35,7 @@ from kdump.render.consumers import commit_problems, impact_lines, impact_rows
     "end) into the backup dir, as the broker's recovery deletes them; --keep-later-segments leaves them, "
     "and the log then has an offset hole that no broker produces.",
 )
-@click.option(
-    "--commits",
-    "commits_paths",
-    multiple=True,
-    type=click.Path(exists=True, file_okay=False),
-    metavar="PATH",
-    help="Where the groups' committed offsets are: a log dir or __consumer_offsets-N directory (repeatable; "
-    "default: the partition's own log dir). The plan then says which groups the cut hurts.",
-)
+@commits_option("the partition's own log dir", "The plan then says which groups the cut hurts.")
 @interval_options
 @format_option
 def trim_command(

@@ -22,8 +22,9 @@ from kdump.ops.consumers.commits import (
     find_coordinator_partitions,
     read_commits,
 )
-from kdump.ops.consumers.impact import GroupPartitionImpact, count_records, end_offset_for, impact
+from kdump.ops.consumers.impact import GroupPartitionImpact, count_records, impact
 from kdump.ops.consumers.partition_bounds import partition_bounds, read_batches
+from kdump.ops.replicas.epochs import end_offset_for
 
 __all__ = [
     "BatchSpan",

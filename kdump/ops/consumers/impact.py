@@ -32,6 +32,7 @@ from typing import Any
 
 from kdump.ops.consumers.bounds import BatchSpan, PartitionBounds
 from kdump.ops.consumers.commits import Commit, CommitTable, ShareState
+from kdump.ops.replicas.epochs import end_offset_for  # the broker's endOffsetFor, as compare uses it
 
 UNDEFINED = -1
 
@@ -89,21 +90,6 @@ def impact(
             out.append(_share_impact(state, tp[0], bounds[tp]))
     out.sort(key=lambda i: (i.topic, i.partition, i.group))
     return out
-
-
-def end_offset_for(cache: Sequence[tuple[int, int]], requested: int, log_end_offset: int) -> tuple[int, int]:
-    """`LeaderEpochFileCache.endOffsetFor`: (epoch, end offset) or (UNDEFINED, UNDEFINED)."""
-    if requested == UNDEFINED or not cache:
-        return UNDEFINED, UNDEFINED
-    if cache[-1][0] == requested:
-        return requested, log_end_offset
-    epochs = [e for e, _ in cache]
-    higher = bisect.bisect_right(epochs, requested)
-    if higher == len(cache):
-        return UNDEFINED, UNDEFINED
-    if higher == 0:
-        return requested, cache[0][1]
-    return cache[higher - 1][0], cache[higher][1]
 
 
 def leader_cache(b: PartitionBounds, committed_epoch: int) -> list[tuple[int, int]]:

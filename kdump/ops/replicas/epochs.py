@@ -20,6 +20,7 @@ unless the log dir says so, so it assumes a rescan of every batch when the log d
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kdump.findings import Finding, make_finding
@@ -52,7 +53,7 @@ def epoch_cache(rep: Replica, *, rescan_from: int | None = 0) -> EpochCache:
     return entries
 
 
-def end_offset_for(cache: EpochCache, requested: int, log_end_offset: int) -> tuple[int, int]:
+def end_offset_for(cache: Sequence[tuple[int, int]], requested: int, log_end_offset: int) -> tuple[int, int]:
     """`LeaderEpochFileCache.endOffsetFor`: (epoch, end offset), or (UNDEFINED, UNDEFINED)."""
     if requested == UNDEFINED or not cache:
         return UNDEFINED, UNDEFINED
