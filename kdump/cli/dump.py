@@ -303,8 +303,19 @@ def _dump_parallel(
     from kdump.render.text import write_text
 
     for item in dump_items(targets, options):
-        size = item.path.stat().st_size if item.is_log else 0
-        if item.is_log and (size >= PARALLEL_MIN_BYTES or _compiled_records() or fmt in TTY_FORMATS):
+        try:
+            size = item.path.stat().st_size if item.is_log else 0
+        except OSError:
+            # Gone since it was listed (retention deleted it, a roll renamed it): the plain path
+            # below opens it and says so as it says any file it cannot read.
+            size, gone = 0, True
+        else:
+            gone = False
+        if (
+            item.is_log
+            and not gone
+            and (size >= PARALLEL_MIN_BYTES or _compiled_records() or fmt in TTY_FORMATS)
+        ):
             logs: Iterator[tuple[Path, str, Iterator[DumpEvent], str | None]] = iter(
                 [
                     (
