@@ -55,10 +55,10 @@ def _fill(fs: Path, leave: int) -> None:
     (fs / "filler").write_bytes(b"\0" * max(free - leave, 0))
 
 
-def _trim_case(corpus_root: Path, where: Path) -> Path:
+def _trim_case(full_corpus: Path, where: Path) -> Path:
     """A bad checksum in the middle segment: trim-tail cuts it and moves the last segment aside
     (about 25 KB of backup, copied rather than linked when the backup is on another filesystem)."""
-    part = copy_tree(corpus_root / "kafka-3.8.0" / "txn-1", where / "txn-1")
+    part = copy_tree(full_corpus / "kafka-3.8.0" / "txn-1", where / "txn-1")
     flip_crc_byte(-1).apply(part / f"{MID}.log")
     return part
 
@@ -74,9 +74,9 @@ def _refused(proc: subprocess.CompletedProcess[str], *words: str) -> None:
 
 
 def test_trim_tail_refuses_a_backup_that_does_not_fit(
-    corpus_root: Path, tmp_path: Path, small_fs: Path
+    full_corpus: Path, tmp_path: Path, small_fs: Path
 ) -> None:
-    part = _trim_case(corpus_root, tmp_path)
+    part = _trim_case(full_corpus, tmp_path)
     before = file_hashes(part)
     _fill(small_fs, 32 << 10)  # less than the backup (the moved segment, ~25 KB) plus the manifest's room
     backup = small_fs / "backup"
@@ -87,9 +87,9 @@ def test_trim_tail_refuses_a_backup_that_does_not_fit(
 
 
 def test_trim_tail_with_room_on_another_filesystem_copies_and_restores(
-    corpus_root: Path, tmp_path: Path, small_fs: Path
+    full_corpus: Path, tmp_path: Path, small_fs: Path
 ) -> None:
-    part = _trim_case(corpus_root, tmp_path)
+    part = _trim_case(full_corpus, tmp_path)
     before = file_hashes(part)
     backup = small_fs / "backup"
     proc = run_kdump("trim-tail", "--apply", "--backup-dir", str(backup), str(part))
@@ -100,9 +100,9 @@ def test_trim_tail_with_room_on_another_filesystem_copies_and_restores(
 
 
 def test_reindex_refuses_a_partition_on_a_full_filesystem(
-    corpus_root: Path, tmp_path: Path, small_fs: Path
+    full_corpus: Path, tmp_path: Path, small_fs: Path
 ) -> None:
-    part = copy_tree(corpus_root / "kafka-3.8.0" / "txn-1", small_fs / "txn-1")
+    part = copy_tree(full_corpus / "kafka-3.8.0" / "txn-1", small_fs / "txn-1")
     shuffle_index_entries(seed=1).apply(part / f"{LAST}.index")
     before = file_hashes(part)
     _fill(small_fs, 8 << 10)
@@ -113,9 +113,9 @@ def test_reindex_refuses_a_partition_on_a_full_filesystem(
 
 
 @pytest.fixture
-def read_only_copy(corpus_root: Path, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+def read_only_copy(full_corpus: Path, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     """A damaged partition, and the same directory seen through a read-only bind mount."""
-    part = _trim_case(corpus_root, tmp_path / "rw")
+    part = _trim_case(full_corpus, tmp_path / "rw")
     shuffle_index_entries(seed=1).apply(part / f"{LAST}.index")
     view = tmp_path / "ro" / "txn-1"
     with _mounted(view, "--bind", str(part)):
@@ -136,8 +136,8 @@ def test_repairs_refuse_a_read_only_mount(
     assert not backup.exists()
 
 
-def test_restore_refuses_a_read_only_mount(corpus_root: Path, tmp_path: Path) -> None:
-    part = _trim_case(corpus_root, tmp_path / "rw")
+def test_restore_refuses_a_read_only_mount(full_corpus: Path, tmp_path: Path) -> None:
+    part = _trim_case(full_corpus, tmp_path / "rw")
     before = file_hashes(part)
     backup = tmp_path / "backup"
     assert run_kdump("trim-tail", "--apply", "--backup-dir", str(backup), str(part)).returncode == 0
@@ -152,11 +152,11 @@ def test_restore_refuses_a_read_only_mount(corpus_root: Path, tmp_path: Path) ->
     assert file_hashes(part) == before
 
 
-def test_a_held_lock_is_still_exit_4(corpus_root: Path, tmp_path: Path) -> None:
+def test_a_held_lock_is_still_exit_4(full_corpus: Path, tmp_path: Path) -> None:
     import fcntl
 
     log_dir = tmp_path / "logs"
-    part = _trim_case(corpus_root, log_dir)
+    part = _trim_case(full_corpus, log_dir)
     (log_dir / "meta.properties").write_text("version=1\n")
     lock = log_dir / ".lock"
     lock.touch()
@@ -167,9 +167,9 @@ def test_a_held_lock_is_still_exit_4(corpus_root: Path, tmp_path: Path) -> None:
 
 
 def test_salvage_refuses_an_output_that_does_not_fit(
-    corpus_root: Path, tmp_path: Path, small_fs: Path
+    full_corpus: Path, tmp_path: Path, small_fs: Path
 ) -> None:
-    part = _trim_case(corpus_root, tmp_path)
+    part = _trim_case(full_corpus, tmp_path)
     before = file_hashes(part)
     _fill(small_fs, 128 << 10)  # the output needs the partition's ~330 KB twice over
     out = small_fs / "salvaged"
@@ -180,11 +180,11 @@ def test_salvage_refuses_an_output_that_does_not_fit(
 
 
 def test_several_partitions_are_checked_together_before_the_first_is_touched(
-    corpus_root: Path, tmp_path: Path, small_fs: Path
+    full_corpus: Path, tmp_path: Path, small_fs: Path
 ) -> None:
     """Room for one partition's backup but not two: refused whole, the first one untouched too
     (each on its own would pass its own check, and the second would then fail half way)."""
-    parts = [_trim_case(corpus_root, tmp_path / "logs" / str(i)) for i in range(2)]
+    parts = [_trim_case(full_corpus, tmp_path / "logs" / str(i)) for i in range(2)]
     before = [file_hashes(p) for p in parts]
     _fill(small_fs, 160_000)
     proc = run_kdump("trim-tail", "--apply", "--backup-dir", str(small_fs / "b"), *map(str, parts))

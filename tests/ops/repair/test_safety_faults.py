@@ -202,9 +202,9 @@ def _record(
 
 @pytest.mark.parametrize("command", sorted(MAKERS))
 def test_every_fault_at_every_step_leaves_the_partition_as_before(
-    command: str, corpus_root: Path, tmp_path: Path, kdump: Kdump, inject: Callable[..., Injector]
+    command: str, full_corpus: Path, tmp_path: Path, kdump: Kdump, inject: Callable[..., Injector]
 ) -> None:
-    src = corpus_root / "kafka-3.8.0" / "txn-1"
+    src = full_corpus / "kafka-3.8.0" / "txn-1"
     make = MAKERS[command]
     calls = _record(make, src, tmp_path / "record", kdump, inject)
     steps = {STEP[name] for name, _ in calls}
@@ -251,9 +251,9 @@ def test_every_fault_at_every_step_leaves_the_partition_as_before(
 
 @pytest.mark.parametrize("command", sorted(MAKERS))
 def test_a_fault_that_persists_says_part_way_and_restore_puts_it_back(
-    command: str, corpus_root: Path, tmp_path: Path, kdump: Kdump, inject: Callable[..., Injector]
+    command: str, full_corpus: Path, tmp_path: Path, kdump: Kdump, inject: Callable[..., Injector]
 ) -> None:
-    src = corpus_root / "kafka-3.8.0" / "txn-1"
+    src = full_corpus / "kafka-3.8.0" / "txn-1"
     make = MAKERS[command]
     calls = _record(make, src, tmp_path / "record", kdump, inject)
     # From the first rename of a partition file on (the first change that shows), every call fails.
@@ -278,9 +278,9 @@ def test_a_fault_that_persists_says_part_way_and_restore_puts_it_back(
 
 
 def test_every_fault_in_restore_is_finished_by_running_it_again(
-    corpus_root: Path, tmp_path: Path, kdump: Kdump, inject: Callable[..., Injector]
+    full_corpus: Path, tmp_path: Path, kdump: Kdump, inject: Callable[..., Injector]
 ) -> None:
-    src = corpus_root / "kafka-3.8.0" / "txn-1"
+    src = full_corpus / "kafka-3.8.0" / "txn-1"
     record = _trim_case(src, tmp_path / "record", kdump)
     assert (
         kdump("trim-tail", "--apply", "--backup-dir", str(tmp_path / "rb"), str(record.part)).exit_code == 0
@@ -319,9 +319,9 @@ def test_every_fault_in_restore_is_finished_by_running_it_again(
 
 @pytest.mark.parametrize("point", ["after-backup", "after-temp-write", "after-rename", "after-truncate"])
 def test_a_backup_spanning_a_killed_run_and_its_completion_restores_byte_for_byte(
-    point: str, corpus_root: Path, tmp_path: Path, kdump: Kdump
+    point: str, full_corpus: Path, tmp_path: Path, kdump: Kdump
 ) -> None:
-    case = _trim_case(corpus_root / "kafka-3.8.0" / "txn-1", tmp_path, kdump)
+    case = _trim_case(full_corpus / "kafka-3.8.0" / "txn-1", tmp_path, kdump)
     first, second = tmp_path / "first-backup", tmp_path / "second-backup"
     killed = run_kdump("trim-tail", "--apply", "--backup-dir", str(first), str(case.part), crash_at=point)
     assert killed.returncode < 0, killed.stderr
@@ -348,9 +348,9 @@ def _output_hashes(out: Path) -> dict[str, str]:
 
 
 def test_every_fault_in_salvage_output_removes_it_and_the_rerun_finishes(
-    corpus_root: Path, tmp_path: Path, kdump: Kdump, inject: Callable[..., Injector]
+    full_corpus: Path, tmp_path: Path, kdump: Kdump, inject: Callable[..., Injector]
 ) -> None:
-    part = copy_tree(corpus_root / "kafka-3.8.0" / "txn-1", tmp_path / "logs" / "txn-1")
+    part = copy_tree(full_corpus / "kafka-3.8.0" / "txn-1", tmp_path / "logs" / "txn-1")
     flip_crc_byte(-1).apply(part / f"{MID}.log")
     source = file_hashes(part)
     injector = inject()
