@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 pytest.importorskip("fastavro", reason="decoding Avro needs the payloads extra")
 
 import fastavro
+from avro_schemas import ADDRESS, ALL_TYPES
 
 from kdump.errors import DecodeError
 from kdump.formats.payloads.avro import _compiled, avro_json, avro_reader
@@ -22,32 +23,7 @@ from kdump.formats.payloads.values import JsonWriter
 
 pytestmark = pytest.mark.skipif(_compiled() is None, reason="the compiled Avro path is not built here")
 
-ADDRESS = {
-    "type": "record",
-    "name": "Address",
-    "namespace": "x.y",
-    "fields": [{"name": "zip", "type": "int"}],
-}
-SCHEMA = {
-    "type": "record",
-    "name": "All",
-    "namespace": "x",
-    "fields": [
-        {"name": "n", "type": "null"},
-        {"name": "b", "type": "boolean"},
-        {"name": "i", "type": "int"},
-        {"name": "l", "type": "long"},
-        {"name": "f", "type": "float"},
-        {"name": "d", "type": "double"},
-        {"name": "s", "type": "string"},
-        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B_b", "C9"]}},
-        {"name": "a", "type": {"type": "array", "items": ["null", "long", "string"]}},
-        {"name": "m", "type": {"type": "map", "values": {"type": "array", "items": "double"}}},
-        {"name": "home", "type": ADDRESS},
-        {"name": "work", "type": ["null", "x.y.Address"]},
-        {"name": "_last9", "type": "string"},
-    ],
-}
+SCHEMA = ALL_TYPES
 
 text = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
 floats = st.floats(allow_nan=True, allow_infinity=True, width=32)

@@ -27,6 +27,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from avro_schemas import ALL_TYPES  # type: ignore[import-not-found]
 from fuzz_targets import (  # type: ignore[import-not-found]
     FuzzTarget,
     _entries,
@@ -231,32 +232,8 @@ def _index_seeds(root: Path | None) -> list[bytes]:
 
 # --- Avro to JSON -------------------------------------------------------------------------------------
 
-_ADDRESS = {
-    "type": "record",
-    "name": "Address",
-    "namespace": "x.y",
-    "fields": [{"name": "zip", "type": "int"}],
-}
 AVRO_SCHEMAS: tuple[Any, ...] = (
-    {
-        "type": "record",
-        "name": "All",
-        "namespace": "x",
-        "fields": [
-            {"name": "n", "type": "null"},
-            {"name": "b", "type": "boolean"},
-            {"name": "i", "type": "int"},
-            {"name": "l", "type": "long"},
-            {"name": "f", "type": "float"},
-            {"name": "d", "type": "double"},
-            {"name": "s", "type": "string"},
-            {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B_b", "C9"]}},
-            {"name": "a", "type": {"type": "array", "items": ["null", "long", "string"]}},
-            {"name": "m", "type": {"type": "map", "values": {"type": "array", "items": "double"}}},
-            {"name": "home", "type": _ADDRESS},
-            {"name": "work", "type": ["null", "x.y.Address"]},
-        ],
-    },
+    ALL_TYPES,
     {"type": "array", "items": {"type": "map", "values": ["null", "string", "boolean"]}},
     "string",
     ["null", "long", "double", {"type": "array", "items": "int"}],
@@ -276,6 +253,7 @@ _AVRO_VALUES: tuple[Any, ...] = (
         "m": {"k": [1.0, 2.5], "": []},
         "home": {"zip": 12345},
         "work": {"zip": 1},
+        "_last9": "z",
     },
     [{"a": None, "b": "c", "": True}, {}],
     "",
