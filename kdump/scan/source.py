@@ -94,7 +94,7 @@ def _load_guard() -> Any:
         # By name: a compiled module of this package, which imports nothing back (the layering
         # test would read a `from kdump.scan import` as this package importing itself).
         _mapguard = importlib.import_module("kdump.scan._mapguard")
-    except ImportError:  # not built: a shrinking file is still found after the read, by its size
+    except ImportError:  # not built (no compiler): files are read into memory, never mapped
         return None
     return _mapguard
 
