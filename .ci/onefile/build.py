@@ -93,7 +93,17 @@ BUILD_PACKAGES = [
 ]
 # Modules kdump imports by name at run time (codecs.load, the lazy command group), which a freezer's
 # import analysis cannot see.
-HIDDEN_IMPORTS = ["lz4.block", "lz4.frame", "snappy", "cramjam", "zstandard", "crc32c"]
+# kdump.scan._mapguard is imported by name (importlib), which the freezer's import scan does not see:
+# without it the file reads every file into memory instead of mapping it (kdump/scan/source.py).
+HIDDEN_IMPORTS = [
+    "lz4.block",
+    "lz4.frame",
+    "snappy",
+    "cramjam",
+    "zstandard",
+    "crc32c",
+    "kdump.scan._mapguard",
+]
 STDLIB_NEEDED = [
     "zlib",
     "_bz2",
@@ -112,7 +122,12 @@ STATICX = next(
     for line in (HERE / "requirements.txt").read_text().splitlines()
     if line.startswith("staticx==")
 )
-COMPILED = ["kdump.formats._fastrecords", "kdump.formats._avrojson", "kdump.formats._fastwalk"]
+COMPILED = [
+    "kdump.formats._fastrecords",
+    "kdump.formats._avrojson",
+    "kdump.formats._fastwalk",
+    "kdump.scan._mapguard",
+]
 
 
 def log(message: str) -> None:

@@ -89,6 +89,7 @@ class PartitionDir:
             raise PathError(f"cannot list {path}: {names}")
         found: dict[int, dict[str, Path]] = {}
         misnamed: list[tuple[int, Path]] = []
+        unreadable_logs: set[int] = set()
         for name in names:
             p = path / name
             kind = classify_name(name, "partition")
@@ -113,6 +114,8 @@ class PartitionDir:
             why = readable(pr)
             if why is not None:
                 part.problems.append(make_finding("unreadable-file", str(p), f"cannot read {name}: {why}"))
+                if kind == NameKind.LOG and (info := parse_segment_file_name(name)) is not None:
+                    unreadable_logs.add(info.base_offset)  # its indexes are no orphans
                 continue
             if kind == NameKind.STATE:
                 continue
@@ -146,7 +149,8 @@ class PartitionDir:
         for base in sorted(found):
             files = found[base]
             if "log" not in files:
-                part.orphan_indexes.extend(files[k] for k in _INDEX_KINDS if k in files)
+                if base not in unreadable_logs:
+                    part.orphan_indexes.extend(files[k] for k in _INDEX_KINDS if k in files)
                 continue
             part.segments.append(
                 Segment(base, files["log"], files.get("index"), files.get("timeindex"), files.get("txnindex"))

@@ -9,6 +9,11 @@ roll, appends, deletes a segment by retention). A read of a mapped page the file
 raises SIGBUS: the guard (`_mapguard.c`) turns it into zeros and notes where, and
 `file_change(buf)` says what happened, for the caller to report as a finding
 (file-shrank-while-read, file-replaced-while-read, file-grew-while-read).
+
+Without the guard (an install without a compiler) nothing could catch that signal, so a file is not
+mapped: it is read into memory with bounded positional reads (`_read_copy`). A read that comes back
+short is where the file gave way, reported the same way; the copy cannot fault afterwards whatever
+happens to the file. It costs the file's size in memory, the price of not dying.
 """
 
 from __future__ import annotations
@@ -89,7 +94,7 @@ def _load_guard() -> Any:
         # By name: a compiled module of this package, which imports nothing back (the layering
         # test would read a `from kdump.scan import` as this package importing itself).
         _mapguard = importlib.import_module("kdump.scan._mapguard")
-    except ImportError:  # not built: a shrinking file is still found after the read, by its size
+    except ImportError:  # not built (no compiler): files are read into memory, never mapped
         return None
     return _mapguard
 
@@ -115,8 +120,10 @@ class _Watch:
     identity: tuple[int, int]
     slot: int
 
+    short: int = -1  # read into memory: where the reads came back short (-1: they did not)
+
     def change(self) -> FileChange | None:
-        faulted = _guard.faulted(self.slot) if _guard is not None and self.slot >= 0 else -1
+        faulted = _guard.faulted(self.slot) if _guard is not None and self.slot >= 0 else self.short
         try:
             now = os.fstat(self.fd).st_size
         except OSError:
@@ -192,6 +199,7 @@ def open_buffer(
     mm: mmap.mmap | None = None
     view: memoryview | None = None
     slot = -1
+    short = -1
     try:
         st = os.fstat(fd)
         size = st.st_size
@@ -199,6 +207,10 @@ def open_buffer(
             size = min(size, max_bytes)
         if size == 0:
             view = memoryview(b"")
+        elif _guard is None:
+            copy, got = _read_copy(fd, size, path)
+            short = got if got < size else -1
+            view = memoryview(copy).toreadonly()  # as read-only as a mapping
         else:
             try:
                 mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
@@ -208,7 +220,13 @@ def open_buffer(
                 slot = _guard.register(mm)
             view = memoryview(mm)
         _WATCHED[id(view)] = _Watch(
-            os.fspath(path), fd, size, max_bytes is None or size < max_bytes, (st.st_dev, st.st_ino), slot
+            os.fspath(path),
+            fd,
+            size,
+            max_bytes is None or size < max_bytes,
+            (st.st_dev, st.st_ino),
+            slot,
+            short,
         )
         yield view
     finally:
@@ -223,6 +241,29 @@ def open_buffer(
             # A slice still exported by a caller keeps the mapping alive until it is collected.
             with contextlib.suppress(BufferError):
                 mm.close()
+
+
+# Reads of a copied file: 16 MiB at a time, so no single read asks for an unbounded length.
+_READ_CHUNK = 16 << 20
+
+
+def _read_copy(fd: int, size: int, path: str | os.PathLike[str]) -> tuple[bytearray, int]:
+    """The first `size` bytes of `fd`, read into a new buffer; and how many the file still had
+    (fewer when it shrank during the reads: the rest stays zeros, as a guarded mapping reads it)."""
+    copy = bytearray(size)  # calloc'd: pages cost memory once written
+    target = memoryview(copy)
+    got = 0
+    try:
+        while got < size:
+            n = os.preadv(fd, [target[got : min(size, got + _READ_CHUNK)]], got)
+            if n <= 0:
+                break
+            got += n
+    except OSError as exc:
+        raise PathError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    finally:
+        target.release()
+    return copy, got
 
 
 def read_small_file(path: str | os.PathLike[str], limit: int = 64 << 20) -> bytes:

@@ -3,7 +3,9 @@
 Every node is a combined broker+controller (``process.roles=broker,controller``) with its own log
 dir and two free ports. The quorum is dynamic (KIP-853, Kafka 3.9+) unless asked otherwise, so the
 metadata log holds the voters records a 4.x cluster writes: one node is formatted ``--standalone``,
-three with ``--initial-controllers``.
+three with ``--initial-controllers``. With ``controllers=N`` the cluster is N controller-only nodes
+(a static quorum) and ``size`` broker-only ones instead: every broker can then be stopped while
+the quorum stays up (a leader election among brokers that come and go).
 
 Stopping: `stop()` sends SIGTERM and waits, as an operator's ``kafka-server-stop.sh`` does (the broker
 writes ``.kafka_cleanshutdown`` and trims its active indexes); `kill()` sends SIGKILL and leaves what a
@@ -103,6 +105,15 @@ class Node:
     controller_port: int
     directory_id: str = field(default_factory=kafka_uuid)
     process: subprocess.Popen[bytes] | None = None
+    roles: str = "broker,controller"
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
 
     @property
     def log_dir(self) -> Path:
@@ -165,35 +176,43 @@ class KafkaCluster:
         config: Mapping[str, object] | None = None,
         dynamic_quorum: bool = True,
         cluster_id: str | None = None,
+        controllers: int = 0,
     ) -> None:
         self.release = release
         self.workdir = workdir
         self.cluster_id = cluster_id or kafka_uuid()
-        self.dynamic_quorum = dynamic_quorum and release.minor >= (3, 9)
+        self.dynamic_quorum = dynamic_quorum and release.minor >= (3, 9) and controllers == 0
         self.extra = dict(config or {})
+        roles = ["controller"] * controllers + ["broker" if controllers else "broker,controller"] * size
         self.nodes = [
             Node(
                 node_id=i + 1,
                 home=workdir / f"node-{i + 1}",
                 broker_port=free_port(),
                 controller_port=free_port(),
+                roles=role,
             )
-            for i in range(size)
+            for i, role in enumerate(roles)
         ]
+
+    @property
+    def brokers(self) -> list[Node]:
+        return [n for n in self.nodes if n.is_broker]
 
     # -- configuration -------------------------------------------------------------------------------
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{n.broker_port}" for n in self.nodes)
+        return ",".join(f"127.0.0.1:{n.broker_port}" for n in self.brokers)
 
     def _properties(self, node: Node) -> dict[str, object]:
-        replicas = min(3, len(self.nodes))
+        replicas = min(3, len(self.brokers))
+        listeners = [f"PLAINTEXT://127.0.0.1:{node.broker_port}"] if node.is_broker else []
+        listeners += [f"CONTROLLER://127.0.0.1:{node.controller_port}"] if node.is_controller else []
         props: dict[str, object] = {
-            "process.roles": "broker,controller",
+            "process.roles": node.roles,
             "node.id": node.node_id,
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.broker_port},CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.broker_port}",
+            "listeners": ",".join(listeners),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -210,10 +229,15 @@ class KafkaCluster:
             "group.initial.rebalance.delay.ms": 0,
             "auto.create.topics.enable": "false",
         }
-        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        if node.is_broker:
+            props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{node.broker_port}"
+        else:
+            del props["inter.broker.listener.name"]
+        quorum = [n for n in self.nodes if n.is_controller]
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in quorum)
         if self.dynamic_quorum:
             props["controller.quorum.bootstrap.servers"] = ",".join(
-                f"127.0.0.1:{n.controller_port}" for n in self.nodes
+                f"127.0.0.1:{n.controller_port}" for n in quorum
             )
         else:
             props["controller.quorum.voters"] = voters
@@ -276,9 +300,10 @@ class KafkaCluster:
                 raise BrokerFailed(f"node {node.node_id} exited while starting:\n{node.log_tail()}")
             log = node.server_log.read_text(errors="replace") if node.server_log.exists() else ""
             if "Kafka Server started" in log:
+                port = node.broker_port if node.is_broker else node.controller_port
                 with (
                     contextlib.suppress(OSError),
-                    socket.create_connection(("127.0.0.1", node.broker_port), timeout=1),
+                    socket.create_connection(("127.0.0.1", port), timeout=1),
                 ):
                     return
             time.sleep(0.2)

@@ -388,10 +388,16 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
     return report
 
 
+_MISSING = frozenset({"index-missing", "time-index-missing"})
+
+
 def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label: str) -> PartitionReport:
     """Run the partition-level checks over the segments' results."""
     report = PartitionReport(label, "partition", list(part.problems), recognised=part.recognised)
     tally(report, results)
+    # An index there but unreadable is that (unreadable-file), not missing: no reindex hint for it.
+    unread = {x.file for x in part.problems if x.code == "unreadable-file"}
+    report.findings = [x for x in report.findings if not (x.code in _MISSING and x.file in unread)]
     strays = find_strays(results)
     if strays:
         # A stray copy is the whole problem: its files' own findings (offsets below its base, its
