@@ -18,6 +18,7 @@ from kdump.errors import PathError
 from kdump.model.log_dir import LogDir
 from kdump.ops.forecast.logdirs import LogDirState, check_ensemble, node_of, read_log_dir
 from kdump.ops.forecast.partitions import PartitionForecast, created_empty, forecast_partition
+from kdump.ops.forecast.zk_migration import zk_migration_notes
 from kdump.ops.metadata import METADATA_DIR, MetadataImage, load_image
 from kdump.ops.metadata.versions import METADATA_VERSIONS, newest_level, release_of
 
@@ -135,6 +136,15 @@ def forecast(
         fc.refuses.extend(
             f"{f.code} at offset {f.offset}: {f.message}" for f in image.findings if f.severity >= 30
         )
+        if metadata is None:
+            # A broker that was down missed what the quorum decided meanwhile (a reassignment away, a
+            # topic deleted); it learns that from the controller at start, after this log ends.
+            fc.unknown.append(
+                f"the metadata is this node's own copy, up to offset {image.end_offset}: what the quorum "
+                "decided after this node last fetched (a partition reassigned away, a topic deleted) is not "
+                "in it; give --metadata with a running controller's __cluster_metadata-0 for those"
+            )
+        fc.unknown.extend(zk_migration_notes(image, kafka_version))
         level, newest = image.metadata_version, newest_level(kafka_version)
         if level is not None and newest is not None and level > newest:
             fc.refuses.append(
