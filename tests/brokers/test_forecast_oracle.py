@@ -300,7 +300,8 @@ def test_metadata_log_of_an_abandoned_zookeeper_migration(origin: Origin, tmp_pa
     log_dir = _copy(origin, origin.clean, tmp_path)
     offset = _append_metadata_record(log_dir / "__cluster_metadata-0", _zk_migration_state_record(1))
     run = _run(origin, log_dir)
-    assert run.forecast.image is not None and run.forecast.image.zk_migration_state == 1
+    assert run.forecast.image is not None
+    assert run.forecast.image.zk_migration_state == 1
     assert run.forecast.image.zk_migration_offset == offset
     assert any("MIGRATION" in note and "ignores it" in note for note in run.forecast.unknown)
     assert run.forecast.verdict == Verdict.CLEAN
