@@ -18,6 +18,7 @@ from kdump.errors import PathError
 from kdump.model.log_dir import LogDir
 from kdump.ops.forecast.logdirs import LogDirState, check_ensemble, node_of, read_log_dir
 from kdump.ops.forecast.partitions import PartitionForecast, created_empty, forecast_partition
+from kdump.ops.forecast.transactions import judge
 from kdump.ops.forecast.zk_migration import zk_migration_notes
 from kdump.ops.metadata import METADATA_DIR, MetadataImage, load_image
 from kdump.ops.metadata.versions import METADATA_VERSIONS, newest_level, release_of
@@ -140,7 +141,9 @@ def forecast(
             # A broker that was down missed what the quorum decided meanwhile (a reassignment away, a
             # topic deleted); it learns that from the controller at start, after this log ends.
             fc.unknown.append(
-                f"the metadata is this node's own copy, up to offset {image.end_offset}: what the quorum "
+                "the metadata is this node's own copy"
+                + ("" if image.end_offset is None else f", up to offset {image.end_offset}")
+                + ": what the quorum "
                 "decided after this node last fetched (a partition reassigned away, a topic deleted) is not "
                 "in it; give --metadata with a running controller's __cluster_metadata-0 for those"
             )
@@ -165,6 +168,10 @@ def forecast(
             fc.partitions.append(pf)
     if image is not None and node is not None:
         _missing(fc, image, node, dirs, present)
+    online = [d.path for d in dirs if not d.offline]
+    for p in fc.partitions:
+        if p.served and p.ongoing:
+            p.open_transactions = judge(p.ongoing, online, image, node)
     return fc
 
 
