@@ -56,6 +56,8 @@ class Run:
     served: dict[str, tuple[int, int]] = field(default_factory=dict)
     dirs_after: set[str] = field(default_factory=set)
     failure: str = ""
+    offsets: dict[str, tuple[int, ...]] = field(default_factory=dict)  # every offset a consumer read
+    changed_indexes: set[str] = field(default_factory=set)  # offset indexes the broker rewrote
 
 
 _ORIGINS: dict[str, Origin] = {}
@@ -90,17 +92,26 @@ def _release_of(origin: Origin) -> str:
     return ".".join(origin.release.version.split(".")[:2])
 
 
-def _run(origin: Origin, log_dir: Path) -> Run:
+def _indexes(log_dir: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in log_dir.glob("*/*.index")}
+
+
+def _run(origin: Origin, log_dir: Path, read: frozenset[str] = frozenset()) -> Run:
+    """Forecast `log_dir`, start the broker on it; consumers read every record of the `read` topics."""
     fc = forecast([log_dir], kafka_version=_release_of(origin))
     run = Run(fc, started=False)
+    before = _indexes(log_dir)
     try:
         with broker_on_copy(origin, log_dir) as cluster:
             run.started = True
-            got = served(cluster.bootstrap, ALL_TOPICS, unread=frozenset(ALL_TOPICS))
+            got = served(cluster.bootstrap, ALL_TOPICS, unread=frozenset(ALL_TOPICS) - read)
             run.served = {t: (s.log_start_offset, s.log_end_offset) for t, s in got.items()}
+            run.offsets = {t: s.offsets for t, s in got.items() if t in read}
     except BrokerFailed as exc:
         run.failure = str(exc)
     run.dirs_after = {p.name for p in log_dir.iterdir() if p.is_dir()}
+    after = _indexes(log_dir)
+    run.changed_indexes = {p for p, data in before.items() if after.get(p) != data}
     return run
 
 
@@ -159,7 +170,7 @@ def planted(origin_each: Origin, tmp_path_factory: pytest.TempPathFactory) -> Ru
     shutil.copytree(log_dir / f"{CONTROL}-0", log_dir / f"{GHOST}-0")
     (log_dir / f"{GHOST}-0" / "partition.metadata").write_bytes(encode_partition_metadata(uuid.uuid4()))
     shutil.rmtree(log_dir / f"{MISSING}-0")
-    return _run(origin, log_dir)
+    return _run(origin, log_dir, read=frozenset({TORN, DELETED_HEAD}))
 
 
 def test_planted_verdict_and_bounds(planted: Run) -> None:
@@ -171,6 +182,27 @@ def test_torn_tail_cut(planted: Run) -> None:
     torn = planted.forecast.bounds()[(TORN, 0)]
     assert torn.removed is not None
     assert planted.served[TORN][1] == torn.log_end_offset == torn.removed[0]
+
+
+def test_records_served_are_the_forecast_range(planted: Run) -> None:
+    """Every offset from the forecast log start to its end, and no other, is what a consumer reads
+    (the torn topic after the cut; the topic whose head DeleteRecords removed)."""
+    bounds = planted.forecast.bounds()
+    for topic in (TORN, DELETED_HEAD):
+        p = bounds[(topic, 0)]
+        assert p.log_start_offset is not None
+        assert p.log_end_offset is not None
+        assert planted.offsets[topic] == tuple(range(p.log_start_offset, p.log_end_offset)), topic
+
+
+def test_indexes_rebuilt_are_the_forecast_ones(planted: Run) -> None:
+    """No clean-shutdown marker: the broker recovers from the recovery point, rebuilding those segments'
+    indexes; every offset index it rewrote (of the partitions it loaded) is one the forecast names."""
+    named = {i for p in planted.forecast.partitions for i in p.rebuilt_indexes}
+    loaded = {p.dir for p in planted.forecast.partitions if p.action in ("load", "recover")}
+    changed = {i for i in planted.changed_indexes if Path(i).parent.name in loaded}
+    assert changed
+    assert changed <= named, sorted(changed - named)
 
 
 def test_topic_id_mismatch_and_unknown_topic_are_set_aside(planted: Run) -> None:
