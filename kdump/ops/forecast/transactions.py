@@ -58,6 +58,8 @@ def _from_snapshot(part: PartitionDir, end: int) -> tuple[int, dict[int, int]]:
 def open_transactions(part: PartitionDir, end: int) -> dict[int, int]:
     """Producer id -> first offset of each transaction open below offset `end` after the load."""
     start, ongoing = _from_snapshot(part, end)
+    if start >= end:
+        return ongoing  # a snapshot at the log end (a clean stop's): nothing after it to read
     for i, seg in enumerate(part.segments):
         nxt = part.segments[i + 1].base_offset if i + 1 < len(part.segments) else None
         if seg.log is None or (nxt is not None and nxt <= start) or seg.base_offset >= end:
