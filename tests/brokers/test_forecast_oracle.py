@@ -38,6 +38,7 @@ from brokers.releases import NEWEST
 from kdump.formats.checkpoints import encode_partition_metadata
 from kdump.formats.filenames import CLEAN_SHUTDOWN_FILE
 from kdump.ops.forecast import Forecast, Verdict, forecast
+from kdump.ops.metadata import load_image
 
 pytestmark = pytest.mark.slow
 
@@ -324,21 +325,26 @@ def _zk_migration_state_record(state: int) -> bytes:
     return bytes([1, 21, 0, state, 0])
 
 
-def test_metadata_log_of_an_abandoned_zookeeper_migration(origin: Origin, tmp_path: Path) -> None:
+def test_metadata_log_of_an_abandoned_zookeeper_migration(origin_each: Origin, tmp_path: Path) -> None:
     """A KRaft metadata log whose last ZkMigrationStateRecord says MIGRATION (a ZooKeeper migration
     begun on 3.x and never finalized). Kafka 4.x replays the record as a no-op and starts in KRaft mode
-    (the released controllers have no migration check left): the forecast says it starts clean and
-    notes what the migration left unknown."""
+    (the released controllers have no migration check left); 3.9 with the default
+    zookeeper.metadata.migration.enable=false completes the migration at activation (POST_MIGRATION).
+    The forecast says it starts clean and notes what the migration leaves unknown."""
+    origin = origin_each
     log_dir = _copy(origin, origin.clean, tmp_path)
-    offset = _append_metadata_record(log_dir / "__cluster_metadata-0", _zk_migration_state_record(1))
+    metadata = log_dir / "__cluster_metadata-0"
+    offset = _append_metadata_record(metadata, _zk_migration_state_record(1))
     run = _run(origin, log_dir)
-    assert run.forecast.image is not None
-    assert run.forecast.image.zk_migration_state == 1
-    assert run.forecast.image.zk_migration_offset == offset
-    assert any("MIGRATION" in note and "ignores it" in note for note in run.forecast.unknown)
+    image = run.forecast.image
+    assert image is not None
+    assert image.zk_migration_state == 1
+    assert image.zk_migration_offset == offset
+    assert image.end_offset == offset + 1
+    expected = "ignores it" if origin.release.major >= 4 else "completes the migration"
+    assert any("MIGRATION" in note and expected in note for note in run.forecast.unknown)
     assert run.forecast.verdict == Verdict.CLEAN
     _assert_bounds_match(run)
-    assert run.forecast.image.end_offset == offset + 1
     # The broker's metadata loader caught up past the record, and its controller activated on it.
     log = (log_dir.parent / "server.log").read_text(errors="replace")
     caught_up = [
@@ -346,3 +352,10 @@ def test_metadata_log_of_an_abandoned_zookeeper_migration(origin: Origin, tmp_pa
     ]
     assert max(caught_up, default=-1) > offset, caught_up
     assert "Performing controller activation" in log
+    # What the controller then wrote: 3.9 the migration's completion (POST_MIGRATION); 4.x nothing of
+    # it, and the snapshots it writes leave the record out (the state is forgotten, not finished).
+    after = load_image(metadata).zk_migration_state
+    if origin.release.major >= 4:
+        assert after in (None, 1)
+    else:
+        assert after == 3
