@@ -1,7 +1,7 @@
 """`kdump forecast` against a real broker: a hanging transaction, a transaction the coordinator aborts,
 and a group committed past a truncation, all in one copy and one broker start.
 
-A node of the newest release takes: on `txn-hang`, two committed transactions of one producer; on
+A node of the newest release, and one of 3.9, takes: on `txn-hang`, two committed transactions of one producer; on
 `txn-open`, a transaction of another producer left open (the coordinator's log has it ongoing); on
 `orders`, plain records in small batches, with group `g-past` committed at the log end and `g-in` in the
 middle. The node stops cleanly; on a copy the clean-shutdown marker is removed and the last batch of
@@ -172,13 +172,14 @@ def _resume(bootstrap: str, group: str, reset: str) -> int:
         consumer.close()
 
 
-@pytest.fixture(scope="module")
-def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    release = require_release(NEWEST)
+@pytest.fixture(scope="module", params=[NEWEST, "3.9.1"])
+def outcome(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    release = require_release(str(request.param))
+    version = ".".join(release.version.split(".")[:2])
     pytest.importorskip("kafka", reason="kafka-python (the dev extra) produces, commits and consumes")
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    workdir = tmp_path_factory.mktemp("txn")
+    workdir = tmp_path_factory.mktemp(f"txn-{release.version}")
     cluster = KafkaCluster(release, workdir / "origin", config=CONFIG)
     try:
         cluster.format()
@@ -201,9 +202,12 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     (log_dir / CLEAN_SHUTDOWN_FILE).unlink()
     _tear_last_batch(log_dir / f"{HANG}-0")
     _tear_last_batch(log_dir / f"{ORDERS}-0")
-    fc = forecast([log_dir])
+    fc = forecast([log_dir], kafka_version=version)
     text = subprocess.run(
-        [sys.executable, "-m", "kdump", "forecast", str(log_dir)], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "kdump", "forecast", "--kafka-version", version, str(log_dir)],
+        capture_output=True,
+        text=True,
+        check=False,
     ).stdout
     out = Outcome(fc, text)
     copy = KafkaCluster(release, workdir / "copy", config=CONFIG, cluster_id=cluster.cluster_id)
