@@ -258,6 +258,7 @@ def test_hanging_transaction_pins_the_lso(outcome: Outcome) -> None:
     assert outcome.committed_lso[HANG] == hang.last_stable_offset
     assert f"LSO pinned: {HANG}-0 at {t.first_offset}" in outcome.text
     assert "HANGS" in outcome.text
+    assert outcome.forecast.summary()["hanging_transactions"] == 1
 
 
 def test_open_transaction_is_aborted_at_its_timeout(outcome: Outcome) -> None:

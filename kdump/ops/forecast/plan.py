@@ -88,6 +88,8 @@ class Forecast:
             "reread_bytes": self.reread_bytes,
             "estimated_startup_seconds": round(self.estimated_seconds, 3),
             "lost_partitions": sum(1 for p in self.partitions if p.loses),
+            "lso_pinned_partitions": sum(1 for p in self.partitions if p.served and p.open_transactions),
+            "hanging_transactions": sum(1 for p in self.partitions for t in p.open_transactions if t.hangs),
             "metadata": None if self.image is None else self.image.source,
             "metadata_version": None if self.image is None else self.image.metadata_version,
             "metadata_version_release": self.written_by,

@@ -36,6 +36,8 @@ def test_open_transaction_pins_the_lso_of_the_recovered_partition() -> None:
     assert [(t.producer_id, t.first_offset, t.hangs) for t in torn.open_transactions] == [(3, 604, False)]
     assert torn.to_dict()["last_stable_offset"] == 604
     assert fc.bounds()[("bad-crc", 0)].open_transactions == []
+    assert fc.summary()["lso_pinned_partitions"] == 1
+    assert fc.summary()["hanging_transactions"] == 0
 
 
 def test_transaction_hangs_when_the_whole_coordinator_log_is_here_and_knows_nothing_of_it() -> None:
