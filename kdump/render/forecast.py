@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from kdump.ops.consumers import GroupPartitionImpact
-from kdump.ops.forecast import Forecast, Verdict
+from kdump.ops.forecast import Forecast, PartitionForecast, Verdict
 from kdump.render.consumers import impact_rows
 
 _HEADLINE = {
@@ -35,6 +35,26 @@ def _capped(lines: Iterable[str]) -> Iterator[str]:
     yield from items[:SHOWN]
     if len(items) > SHOWN:
         yield f"  ... and {len(items) - SHOWN} more (--format json lists every partition)"
+
+
+def _pinned(p: PartitionForecast) -> str:
+    """A partition whose last stable offset an open transaction holds back."""
+    t = p.open_transactions[0]
+    more = f" (and {len(p.open_transactions) - 1} more open)" if len(p.open_transactions) > 1 else ""
+    if t.hangs:
+        why = (
+            f"the coordinator's log says {t.coordinator_state}"
+            if t.coordinator_state
+            else "the coordinator's log (all on this broker) holds nothing of it"
+        )
+        fate = f"HANGS ({why}): no marker will come; abort it: kafka-transactions.sh abort"
+    else:
+        known = t.coordinator_state or "not in these log dirs"
+        fate = f"the coordinator ({known}) ends it or aborts it at the producer's transaction.timeout.ms"
+    return (
+        f"  LSO pinned: {p.dir} at {p.last_stable_offset} (log end {p.log_end_offset}): producer "
+        f"{t.producer_id}'s transaction from offset {t.first_offset} is open{more}; {fate}"
+    )
 
 
 def forecast_lines(fc: Forecast, groups: Sequence[str] = ()) -> Iterator[str]:
@@ -69,6 +89,7 @@ def forecast_lines(fc: Forecast, groups: Sequence[str] = ()) -> Iterator[str]:
             + (f"; this broker was the only replica of {only}: their records are gone)" if only else ")")
         )
     yield from _capped(f"  not loaded: {p.dir}: {p.reason}" for p in fc.partitions if p.action == "offline")
+    yield from _capped(_pinned(p) for p in fc.partitions if p.served and p.open_transactions)
     yield from groups
     for note in fc.unknown:
         yield f"  unknown: {note}"

@@ -135,6 +135,13 @@ def set_recovery_points(log_dir: Path, offset: int, topics: set[str]) -> None:
     path.write_text("\n".join([version, str(len(out)), *out]) + "\n")
 
 
+def segment_bytes_config(release: Release) -> str:
+    """The topic config that sets a small segment size: 4.0 holds `segment.bytes` to at least 1 MiB
+    (KIP-1030) and takes smaller ones, for tests, as `internal.segment.bytes`, which 3.x rejects as
+    unknown; 3.x takes a small `segment.bytes` directly."""
+    return "internal.segment.bytes" if release.major >= 4 else "segment.bytes"
+
+
 def _records(topic: str, wave: int, count: int) -> Iterator[tuple[bytes, bytes]]:
     for i in range(count):
         n = wave * count + i
@@ -183,7 +190,7 @@ def produce_origin(release: Release, workdir: Path) -> Origin:
         cluster.start()
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
         configs = {
-            "internal.segment.bytes": str(SEGMENT_BYTES),
+            segment_bytes_config(release): str(SEGMENT_BYTES),
             "index.interval.bytes": str(INDEX_INTERVAL_BYTES),
         }
         admin.create_topics(

@@ -5,7 +5,8 @@ its load (clean, recovery, truncation, stray, pending delete, created empty) and
 after start-up, and the consumer groups that hurts. Nothing here writes.
 
 May use: formats, scan, model, store, findings, errors, `ops.metadata` (the image the broker replays),
-`ops.repair` (trim-tail's plan is the recovery's cut), `ops.consumers` (the groups hurt).
+`ops.repair` (trim-tail's plan is the recovery's cut), `ops.consumers` (the groups hurt), `ops.checks` (the transaction coordinator's
+state per producer).
 """
 
 from __future__ import annotations

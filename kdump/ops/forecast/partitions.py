@@ -24,7 +24,9 @@ from kdump.errors import CorruptFieldError, DecodeError
 from kdump.formats.batch import BatchHeader
 from kdump.formats.checkpoints import decode_leader_epoch_checkpoint, decode_partition_metadata
 from kdump.model.partition import PartitionDir
+from kdump.ops.checks.open_txns import TRANSACTION_STATE_TOPIC
 from kdump.ops.forecast.logdirs import LogDirState
+from kdump.ops.forecast.transactions import OpenTransaction, open_transactions
 from kdump.ops.metadata import MetadataImage
 from kdump.ops.repair.trim import plan_partition
 from kdump.scan import ScanMode, ScanSummary
@@ -54,6 +56,8 @@ class PartitionForecast:
     epoch_start_offsets: dict[int, int] = field(default_factory=dict)
     served: bool = True
     reason: str = ""
+    ongoing: dict[int, int] = field(default_factory=dict)  # producer id -> open transaction's first offset
+    open_transactions: list[OpenTransaction] = field(default_factory=list)  # `ongoing`, judged
 
     @property
     def loses(self) -> bool:
@@ -66,6 +70,12 @@ class PartitionForecast:
     only_replica: bool = False
 
     has_data: bool = False
+
+    @property
+    def last_stable_offset(self) -> int | None:
+        """Where READ_COMMITTED consumers stop: the first offset of the earliest open transaction."""
+        firsts = [t.first_offset for t in self.open_transactions] or list(self.ongoing.values())
+        return min([*firsts, self.log_end_offset]) if self.log_end_offset is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +100,8 @@ class PartitionForecast:
             "rebuilt_producer_snapshots": self.rebuilt_snapshots,
             "deleted_files": self.deleted_files,
             "epoch_start_offsets": {str(k): v for k, v in self.epoch_start_offsets.items()},
+            "last_stable_offset": self.last_stable_offset,
+            "open_transactions": [t.to_dict() for t in self.open_transactions],
             "reason": self.reason,
         }
 
@@ -212,6 +224,8 @@ def forecast_partition(
     if fc.log_end_offset is None:
         fc.log_end_offset = _log_end(part)
         fc.old_log_end_offset = fc.log_end_offset
+    if part.topic != TRANSACTION_STATE_TOPIC:
+        fc.ongoing = open_transactions(part, fc.log_end_offset)
     first_base = part.segments[0].base_offset if part.segments else 0
     fc.log_start_offset = max(state.log_starts.get(key, 0), first_base)
     fc.epoch_start_offsets = _epochs(part, fc.log_end_offset)

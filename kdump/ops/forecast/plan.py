@@ -18,6 +18,8 @@ from kdump.errors import PathError
 from kdump.model.log_dir import LogDir
 from kdump.ops.forecast.logdirs import LogDirState, check_ensemble, node_of, read_log_dir
 from kdump.ops.forecast.partitions import PartitionForecast, created_empty, forecast_partition
+from kdump.ops.forecast.transactions import judge
+from kdump.ops.forecast.zk_migration import zk_migration_notes
 from kdump.ops.metadata import METADATA_DIR, MetadataImage, load_image
 from kdump.ops.metadata.versions import METADATA_VERSIONS, newest_level, release_of
 
@@ -86,6 +88,8 @@ class Forecast:
             "reread_bytes": self.reread_bytes,
             "estimated_startup_seconds": round(self.estimated_seconds, 3),
             "lost_partitions": sum(1 for p in self.partitions if p.loses),
+            "lso_pinned_partitions": sum(1 for p in self.partitions if p.served and p.open_transactions),
+            "hanging_transactions": sum(1 for p in self.partitions for t in p.open_transactions if t.hangs),
             "metadata": None if self.image is None else self.image.source,
             "metadata_version": None if self.image is None else self.image.metadata_version,
             "metadata_version_release": self.written_by,
@@ -135,6 +139,17 @@ def forecast(
         fc.refuses.extend(
             f"{f.code} at offset {f.offset}: {f.message}" for f in image.findings if f.severity >= 30
         )
+        if metadata is None:
+            # A broker that was down missed what the quorum decided meanwhile (a reassignment away, a
+            # topic deleted); it learns that from the controller at start, after this log ends.
+            fc.unknown.append(
+                "the metadata is this node's own copy"
+                + ("" if image.end_offset is None else f", up to offset {image.end_offset}")
+                + ": what the quorum "
+                "decided after this node last fetched (a partition reassigned away, a topic deleted) is not "
+                "in it; give --metadata with a running controller's __cluster_metadata-0 for those"
+            )
+        fc.unknown.extend(zk_migration_notes(image, kafka_version))
         level, newest = image.metadata_version, newest_level(kafka_version)
         if level is not None and newest is not None and level > newest:
             fc.refuses.append(
@@ -155,6 +170,10 @@ def forecast(
             fc.partitions.append(pf)
     if image is not None and node is not None:
         _missing(fc, image, node, dirs, present)
+    online = [d.path for d in dirs if not d.offline]
+    for p in fc.partitions:
+        if p.served and p.ongoing:
+            p.open_transactions = judge(p.ongoing, online, image, node)
     return fc
 
 

@@ -111,6 +111,10 @@ class MetadataImage:
     findings: list[Finding] = field(default_factory=list)
     records_applied: int = 0
     stopped_at: int | None = None  # offset of a record the loader fails on: later ones are not applied
+    # The last ZkMigrationStateRecord's state (Kafka's ZkMigrationState: 0 NONE, 1 MIGRATION,
+    # 2 PRE_MIGRATION, 3 POST_MIGRATION, 4 ZK) and its offset; None when the log holds none.
+    zk_migration_state: int | None = None
+    zk_migration_offset: int | None = None
 
     def topic_by_name(self, name: str) -> TopicState | None:
         for t in self.topics.values():
@@ -131,6 +135,7 @@ class MetadataImage:
             "end_offset": self.end_offset,
             "records_applied": self.records_applied,
             "stopped_at": self.stopped_at,
+            "zk_migration_state": self.zk_migration_state,
             "features": dict(sorted(self.features.items())),
             "metadata_version": self.metadata_version,
             "brokers": [
@@ -299,6 +304,8 @@ class _Replayer:
                 img.features.pop(data["name"], None)
             else:
                 img.features[data["name"]] = int(data["featureLevel"])
+        elif kind == "ZK_MIGRATION_STATE_RECORD":
+            img.zk_migration_state, img.zk_migration_offset = int(data["zkMigrationState"]), offset
         elif kind == "CLEAR_ELR_RECORD":
             for topic in img.topics.values():
                 if not data.get("topicName") or topic.name == data["topicName"]:
