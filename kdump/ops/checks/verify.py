@@ -32,6 +32,7 @@ from kdump.store.queries import listing_findings, partition_listing_findings
 
 if TYPE_CHECKING:  # loaded with the first abort marker or .txnindex
     from kdump.formats.txn_index import AbortedTxn
+    from kdump.ops.metadata.stray import ImagesBeside
 
 # Below this much log data a process pool costs more than it saves.
 PARALLEL_THRESHOLD_BYTES = 16 << 20
@@ -149,21 +150,27 @@ def verify_targets(
     all_segments = [s for _, units in plans for *_, segs in units for s in segs]
     results = iter(check_segments(all_segments, options, progress))
 
+    images: ImagesBeside = {}  # each log dir's metadata image, replayed once for all its partitions
     leaves = (
-        unit_report(t, part, [next(results) for _ in segs]) for _, units in plans for t, part, segs in units
+        unit_report(t, part, [next(results) for _ in segs], images)
+        for _, units in plans
+        for t, part, segs in units
     )
     yield from assemble(plans, leaves, options, tiered)
 
 
 def unit_report(
-    target: Target | None, part: PartitionDir | None, results: Sequence[SegmentResult]
+    target: Target | None,
+    part: PartitionDir | None,
+    results: Sequence[SegmentResult],
+    images: ImagesBeside | None = None,
 ) -> PartitionReport:
     """The report of one unit of a plan, from its segments' results. The target is read only for a
     file given alone (`part` None): a partition's report needs nothing of the log dir holding it."""
     if part is None:
         assert target is not None, "a file given alone is reported from its target"
         return file_report(target, results)
-    report = partition_report(part, results, str(part.path))
+    report = partition_report(part, results, str(part.path), images)
     report.log_bytes = part.log_bytes
     return report
 
@@ -388,8 +395,11 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
     return report
 
 
-def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label: str) -> PartitionReport:
-    """Run the partition-level checks over the segments' results."""
+def partition_report(
+    part: PartitionDir, results: Sequence[SegmentResult], label: str, images: ImagesBeside | None = None
+) -> PartitionReport:
+    """Run the partition-level checks over the segments' results (`images`: the run's metadata images
+    by log dir, see `topic_id_findings`)."""
     report = PartitionReport(label, "partition", list(part.problems), recognised=part.recognised)
     tally(report, results)
     strays = find_strays(results)
@@ -427,7 +437,7 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
         if (part.path.parent / "__cluster_metadata-0").is_dir():  # a KRaft log dir: ids are checkable
             from kdump.ops.metadata.stray import topic_id_findings
 
-            f.extend(topic_id_findings(part))
+            f.extend(topic_id_findings(part, images))
     report.findings = salvage_first(f, results)
     return report
 
