@@ -20,6 +20,7 @@ not reach back to the snapshot's end offset leaves a gap the broker cannot repla
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,6 +173,18 @@ def _ints(value: Any) -> list[int]:
     return [int(v) for v in value] if isinstance(value, list) else []
 
 
+# PartitionChangeRecord's list fields: (its field, the PartitionState attribute it replaces when not null).
+_CHANGED_LISTS: tuple[tuple[str, str, Callable[[Any], list[Any]]], ...] = (
+    ("isr", "isr", _ints),
+    ("replicas", "replicas", _ints),
+    ("removingReplicas", "removing_replicas", _ints),
+    ("addingReplicas", "adding_replicas", _ints),
+    ("directories", "directories", list),
+    ("eligibleLeaderReplicas", "elr", _ints),
+    ("lastKnownElr", "last_known_elr", _ints),
+)
+
+
 class _Replayer:
     def __init__(self, image: MetadataImage) -> None:
         self.image = image
@@ -317,20 +330,10 @@ class _Replayer:
 
     @staticmethod
     def change(state: PartitionState, data: dict[str, Any], offset: int) -> None:
-        if data.get("isr") is not None:
-            state.isr = _ints(data["isr"])
-        if data.get("replicas") is not None:
-            state.replicas = _ints(data["replicas"])
-        if data.get("removingReplicas") is not None:
-            state.removing_replicas = _ints(data["removingReplicas"])
-        if data.get("addingReplicas") is not None:
-            state.adding_replicas = _ints(data["addingReplicas"])
-        if data.get("directories") is not None:
-            state.directories = list(data["directories"])
-        if data.get("eligibleLeaderReplicas") is not None:
-            state.elr = _ints(data["eligibleLeaderReplicas"])
-        if data.get("lastKnownElr") is not None:
-            state.last_known_elr = _ints(data["lastKnownElr"])
+        for name, attribute, convert in _CHANGED_LISTS:
+            value = data.get(name)
+            if value is not None:  # null: no change
+                setattr(state, attribute, convert(value))
         if int(data.get("leaderRecoveryState", -1)) != -1:
             state.leader_recovery_state = int(data["leaderRecoveryState"])
         leader = int(data.get("leader", NO_LEADER_CHANGE))

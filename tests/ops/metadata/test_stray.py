@@ -78,5 +78,5 @@ def test_verify_lists_the_metadata_log_once_per_log_dir(
     reports = list(verify_targets([discover(str(log_dir))], VerifyOptions(jobs=1)))
     unknown = [r for r in reports if any(f.code == "topic-id-unknown" for f in r.findings)]
     assert len(unknown) == 5  # c-none has one partition: 1-5 are not in the metadata
-    # Before: 7 listings and 7 looks at each file (one per partition holding partition.metadata).
-    assert listed[metadata] <= 2  # the stamp's listing, and the replay's own when not cached yet
+    # Before: 9 (the discovery's, then one per partition holding partition.metadata, and the replay's).
+    assert listed[metadata] <= 3  # the discovery's, the image's stamp, the replay's (when not cached)
