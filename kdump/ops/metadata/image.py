@@ -30,6 +30,7 @@ from kdump.findings import Finding, make_finding
 from kdump.formats.batch import BatchHeader
 from kdump.formats.filenames import parse_segment_file_name
 from kdump.formats.internal import decode_with
+from kdump.formats.internal.cluster_metadata import metadata_record_fields
 from kdump.formats.records import Record
 from kdump.scan import open_buffer, scan_log
 
@@ -392,7 +393,11 @@ def _feed(replayer: _Replayer, path: Path, start_offset: int) -> int | None:
         offset, _batch, rec = item
         if first is None:
             first = offset
-        try:
+        fields = metadata_record_fields(rec.value)
+        if fields is not None:
+            replayer.record(offset, fields[0], fields[1], str(path))
+            continue
+        try:  # the full decoder says why the record is not one the broker applies
             decoded = decode_with("metadata", rec.key, rec.value, is_control=False)
         except DecodeError as exc:
             replayer.bad("metadata-record-invalid", str(path), offset, f"record does not decode: {exc}")
