@@ -91,7 +91,8 @@ def test_the_replay_reads_the_fields_the_full_decoder_reads() -> None:
     assert len(records) > 20
     for _offset, value in records:
         full = decode_metadata_record(value)
-        assert full.status == "ok" and full.value is not None
+        assert full.status == "ok"
+        assert full.value is not None
         assert metadata_record_fields(value) == (full.value["type"], full.value["data"])
     unknown_type = b"\x01\x7f\x00\x00"
     assert decode_metadata_record(unknown_type).status == "unknown"

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from corpus import require_full_corpus
 
 from kdump.formats.checkpoints import encode_partition_metadata
