@@ -170,7 +170,9 @@ class Broker:
         return cluster, time.perf_counter() - t0
 
 
-def build(root: Path, partitions: int, size_mb: float) -> tuple[Broker, Path, Path, int, float]:
+def build(
+    root: Path, partitions: int, size_mb: float, killed: bool = True
+) -> tuple[Broker, Path, Path | None, int, float]:
     """The clean and killed masters (their node homes), the log end of every partition, and the time
     of the broker's first load (recovery of every segment from offset 0)."""
     from kafka.admin import KafkaAdminClient, NewTopic
@@ -219,11 +221,13 @@ def build(root: Path, partitions: int, size_mb: float) -> tuple[Broker, Path, Pa
         f"first load (recovery of every segment from offset 0): {first_load:.1f} s, every partition served",
         flush=True,
     )
-    killed = root / "killed" / "node-1"
-    copy_tree(broker.node.home, killed)
-    cluster, _ = broker.start_until_serving(killed, parts, end)
+    if not killed:
+        return broker, broker.node.home, None, end, first_load
+    home = root / "killed" / "node-1"
+    copy_tree(broker.node.home, home)
+    cluster, _ = broker.start_until_serving(home, parts, end)
     cluster.kill()
-    return broker, broker.node.home, killed, end, first_load
+    return broker, broker.node.home, home, end, first_load
 
 
 def in_process(log_dir: Path, runs: int = 3) -> dict[str, float]:
@@ -262,7 +266,9 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     print(f"load average at start {load_average()}", flush=True)
     try:
-        broker, clean, killed, end, first_load = build(root, args.partitions, args.size_mb)
+        broker, clean, killed, end, first_load = build(
+            root, args.partitions, args.size_mb, not args.no_broker
+        )
         parts = partitions_of(clean / "data")
         cost = in_process(clean / "data")
         print(
@@ -272,6 +278,8 @@ def main() -> None:
             flush=True,
         )
         for label, master in (("clean", clean), ("killed", killed)):
+            if master is None:
+                continue
             wall, rss, code, out = timed([str(KDUMP), "forecast", "--format", "json", str(master / "data")])
             summary = next(json.loads(line) for line in out.splitlines() if b'"type": "forecast"' in line)
             print(
@@ -280,7 +288,7 @@ def main() -> None:
                 f"estimates {summary['estimated_startup_seconds']} s",
                 flush=True,
             )
-        if args.no_broker:
+        if killed is None:
             return
         results: dict[str, list[tuple[float, float]]] = {"clean": [], "killed": []}
         for r in range(args.rounds):
