@@ -19,10 +19,11 @@ from kdump.model.entries import BROKER_LEFTOVER_KINDS, file_kind, leftover_findi
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
+from kdump.ops.checks.aborts import check_transactions
 from kdump.ops.checks.continuity import check_offset_holes, check_overlaps, cleanup_policy, salvage_first
 from kdump.ops.checks.epochs import check_leader_epochs
 from kdump.ops.checks.open_txns import check_open_transactions
-from kdump.ops.checks.segment import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
+from kdump.ops.checks.segment import SegmentResult, check_segment
 from kdump.ops.checks.state import TEXT_KINDS, check_snapshot, check_text_state
 from kdump.ops.checks.strays import find_strays
 from kdump.ops.checks.swaps import losing_swaps
@@ -31,7 +32,7 @@ from kdump.ops.tiered.partitions import LogStartCheckpoints, TieredContext, Tier
 from kdump.store.queries import listing_findings, partition_listing_findings
 
 if TYPE_CHECKING:  # loaded with the first abort marker or .txnindex
-    from kdump.formats.txn_index import AbortedTxn
+    from kdump.ops.metadata.stray import ImagesBeside
 
 # Below this much log data a process pool costs more than it saves.
 PARALLEL_THRESHOLD_BYTES = 16 << 20
@@ -149,21 +150,27 @@ def verify_targets(
     all_segments = [s for _, units in plans for *_, segs in units for s in segs]
     results = iter(check_segments(all_segments, options, progress))
 
+    images: ImagesBeside = {}  # each log dir's metadata image, replayed once for all its partitions
     leaves = (
-        unit_report(t, part, [next(results) for _ in segs]) for _, units in plans for t, part, segs in units
+        unit_report(t, part, [next(results) for _ in segs], images)
+        for _, units in plans
+        for t, part, segs in units
     )
     yield from assemble(plans, leaves, options, tiered)
 
 
 def unit_report(
-    target: Target | None, part: PartitionDir | None, results: Sequence[SegmentResult]
+    target: Target | None,
+    part: PartitionDir | None,
+    results: Sequence[SegmentResult],
+    images: ImagesBeside | None = None,
 ) -> PartitionReport:
     """The report of one unit of a plan, from its segments' results. The target is read only for a
     file given alone (`part` None): a partition's report needs nothing of the log dir holding it."""
     if part is None:
         assert target is not None, "a file given alone is reported from its target"
         return file_report(target, results)
-    report = partition_report(part, results, str(part.path))
+    report = partition_report(part, results, str(part.path), images)
     report.log_bytes = part.log_bytes
     return report
 
@@ -391,8 +398,11 @@ def file_report(target: Target, results: Sequence[SegmentResult]) -> PartitionRe
 _MISSING = frozenset({"index-missing", "time-index-missing"})
 
 
-def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label: str) -> PartitionReport:
-    """Run the partition-level checks over the segments' results."""
+def partition_report(
+    part: PartitionDir, results: Sequence[SegmentResult], label: str, images: ImagesBeside | None = None
+) -> PartitionReport:
+    """Run the partition-level checks over the segments' results (`images`: the run's metadata images
+    by log dir, see `topic_id_findings`)."""
     report = PartitionReport(label, "partition", list(part.problems), recognised=part.recognised)
     tally(report, results)
     # An index there but unreadable is that (unreadable-file), not missing: no reindex hint for it.
@@ -433,63 +443,6 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
         if (part.path.parent / "__cluster_metadata-0").is_dir():  # a KRaft log dir: ids are checkable
             from kdump.ops.metadata.stray import topic_id_findings
 
-            f.extend(topic_id_findings(part))
+            f.extend(topic_id_findings(part, images))
     report.findings = salvage_first(f, results)
     return report
-
-
-def expected_aborts(results: Sequence[SegmentResult]) -> list[list[AbortedTxn]]:
-    """The aborted-transaction entries each segment's .txnindex should hold, from the markers.
-
-    Mirrors `ProducerStateManager`: a transaction starts at its producer's first transactional
-    batch; at its ABORT marker the entry is (producer id, first offset, marker offset, last stable
-    offset), the last stable offset being the first offset of the earliest other open transaction,
-    or the marker offset + 1 when none is open. Unknown values (a transaction begun before the
-    oldest segment kept) are -1 and are not compared.
-    """
-    ongoing: dict[int, int] = {}
-    unknown_open = False
-    per_segment: list[list[AbortedTxn]] = []
-    for r in results:
-        mine: list[AbortedTxn] = []
-        for kind, pid, offset in r.txn_events:
-            if kind == TXN_DATA:
-                ongoing.setdefault(pid, offset)
-                continue
-            first = ongoing.pop(pid, None)
-            if first is None:
-                unknown_open = True
-            if kind == TXN_ABORT:
-                from kdump.formats.txn_index import AbortedTxn
-
-                others = list(ongoing.values())
-                lso = -1 if unknown_open else (min(others) if others else offset + 1)
-                mine.append(AbortedTxn(0, pid, -1 if first is None else first, offset, lso))
-        per_segment.append(mine)
-    return per_segment
-
-
-def check_transactions(results: Sequence[SegmentResult]) -> Iterator[Finding]:
-    """The partition's .txnindex files against the ABORT markers of its segments."""
-    for r, expected in zip(results, expected_aborts(results), strict=True):
-        if r.summary is None:
-            continue
-        if r.summary.partial:
-            # Markers past a --max-bytes limit were not read: this segment and the ones after it
-            # (whose open transactions depend on them) cannot be judged.
-            return
-        if r.txn_index is None:
-            if expected:
-                label = str(r.segment.log.with_suffix(".txnindex")) if r.segment.log else r.segment.name
-                yield make_finding(
-                    "txn-index-mismatch",
-                    label,
-                    f"{len(expected)} aborted transactions end in this segment but it has no .txnindex",
-                    offset=expected[0].last_offset,
-                )
-            continue
-        from kdump.formats.txn_index import TxnIndexContents
-        from kdump.scan.index_checks import check_txn_index
-
-        label = str(r.segment.txnindex)
-        yield from check_txn_index(r.txn_index or TxnIndexContents((), 0), expected, label)

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from kdump.errors import CorruptFieldError, DecodeError
 from kdump.formats.batch import BatchHeader
 from kdump.formats.checkpoints import decode_leader_epoch_checkpoint, decode_partition_metadata
 from kdump.model.partition import PartitionDir
+from kdump.model.segment import Segment
 from kdump.ops.checks.open_txns import TRANSACTION_STATE_TOPIC
 from kdump.ops.forecast.logdirs import LogDirState
 from kdump.ops.forecast.transactions import OpenTransaction, open_transactions
@@ -106,26 +108,65 @@ class PartitionForecast:
         }
 
 
-def _summary(part: PartitionDir, index: int) -> ScanSummary | None:
+def _summary(seg: Segment, start: int = 0) -> ScanSummary | None:
     summary = None
-    seg = part.segments[index]
     if seg.log is None:
         return None
-    for ev in seg.scan(mode=ScanMode.RECOVERY):
+    for ev in seg.scan(mode=ScanMode.RECOVERY, start=start):
         if isinstance(ev, ScanSummary):
             summary = ev
     return summary
 
 
+def _last_indexed_position(seg: Segment) -> int:
+    """The position of the offset index's last entry: `LogSegment.readNextOffset` reads the batches
+    from there on, not the whole segment (0 where there is no index or no entry: a zero entry, as a
+    preallocated index's tail, names position 0 too)."""
+    if seg.index is None:
+        return 0
+    try:
+        with seg.index.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < 8:
+                return 0
+            f.seek(size - size % 8 - 8)
+            position = int.from_bytes(f.read(8)[4:], "big", signed=True)
+    except OSError:
+        return 0
+    return max(position, 0)
+
+
 def _log_end(part: PartitionDir) -> int:
     """The last segment's next offset (readNextOffset): its last batch's next, or its base when empty."""
     for i in range(len(part.segments) - 1, -1, -1):
-        s = _summary(part, i)
+        seg = part.segments[i]
+        start = _last_indexed_position(seg)
+        s = _summary(seg, start)
+        if start and (s is None or s.last_offset is None or s.valid_bytes < s.size):
+            s = _summary(seg)  # an index entry that names no batch boundary: read it all
         if s is not None and s.last_offset is not None:
             return s.last_offset + 1
         if i == len(part.segments) - 1 and s is not None:
-            return part.segments[i].base_offset
+            return seg.base_offset
     return 0
+
+
+def _recovered_end(unflushed: list[Segment]) -> int | None:
+    """Where recovery re-reads `unflushed` without cutting anything: the log end its reading gives
+    (one pass over each segment; None when a segment fails it, and trim-tail's plan then says where
+    the cut is)."""
+    end: int | None = None
+    for i, seg in enumerate(unflushed):
+        s = _summary(seg)
+        if s is None:
+            continue
+        if s.valid_bytes < s.size:
+            return None
+        if s.last_offset is not None:
+            end = s.last_offset + 1
+        elif i == len(unflushed) - 1:
+            end = seg.base_offset  # readNextOffset of an empty last segment: its base
+    return end
 
 
 def _forensic_end(part: PartitionDir) -> int:
@@ -192,8 +233,15 @@ def forecast_partition(
         fc.reread_bytes = sum(s.log.stat().st_size for s in unflushed if s.log is not None)
         fc.rebuilt_indexes = [str(s.log.with_suffix(".index")) for s in unflushed if s.log is not None]
         fc.rebuilt_snapshots = True
-        plan = plan_partition(replace(part, segments=unflushed), state.path)
-        if plan.needed:
+        clean_end = _recovered_end(unflushed) if unflushed[-1] is part.segments[-1] else None
+        plan = (
+            None if clean_end is not None else plan_partition(replace(part, segments=unflushed), state.path)
+        )
+        if plan is None:
+            fc.action = "recover"
+            fc.reason = f"no clean-shutdown marker: re-reads from the recovery point {rp}"
+            fc.log_end_offset = fc.old_log_end_offset = clean_end
+        elif plan.needed:
             fc.action = "recover"
             fc.removed_bytes = plan.backed_up_bytes
             fc.old_log_end_offset = plan.old_log_end_offset

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TypeAlias
 
 from kdump.errors import CorruptFieldError, DecodeError
 from kdump.findings import Finding, make_finding
@@ -44,9 +45,24 @@ def _image_beside(part: PartitionDir) -> MetadataImage | None:
     return _image(metadata_dir, stamp)
 
 
-def topic_id_findings(part: PartitionDir) -> list[Finding]:
+ImagesBeside: TypeAlias = dict[Path, MetadataImage | None]
+"""The image of each log dir's metadata log, by log dir: one run's cache (`verify` makes one), so a
+log dir's `__cluster_metadata-0` is listed and replayed once, not listed again per partition."""
+
+
+def _image_of(part: PartitionDir, images: ImagesBeside | None) -> MetadataImage | None:
+    if images is None:
+        return _image_beside(part)
+    log_dir = part.path.parent
+    if log_dir not in images:
+        images[log_dir] = _image_beside(part)
+    return images[log_dir]
+
+
+def topic_id_findings(part: PartitionDir, images: ImagesBeside | None = None) -> list[Finding]:
     """`topic-id-unknown` when partition.metadata names a topic id (or partition) that the metadata
-    log of the same log dir does not hold."""
+    log of the same log dir does not hold. `images`: the run's images by log dir (filled as needed);
+    without it each call checks the metadata log's files again (a process that outlives a change)."""
     if part.topic is None or part.partition is None or part.partition_metadata is None:
         return []
     if part.path.name == METADATA_DIR or part.path.name.endswith(("-delete", "-stray", "-future")):
@@ -55,7 +71,7 @@ def topic_id_findings(part: PartitionDir) -> list[Finding]:
         topic_id: str | None = decode_partition_metadata(part.partition_metadata.read_bytes()).topic_id
     except (CorruptFieldError, DecodeError, OSError, UnicodeDecodeError):
         topic_id = None  # verify's own partition.metadata check reports it
-    image = _image_beside(part) if topic_id is not None else None
+    image = _image_of(part, images) if topic_id is not None else None
     if image is None or topic_id is None:
         return []
     topic = image.topics.get(topic_id)

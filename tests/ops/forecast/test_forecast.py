@@ -128,3 +128,20 @@ def test_metadata_version_newer_than_the_release_does_not_start(log_dir: Path) -
     assert fc.written_by == "3.8"
     assert fc.verdict == Verdict.NO_START
     assert forecast([log_dir], kafka_version="3.9.1").verdict == Verdict.RECOVERS
+
+
+def test_clean_load_reads_the_last_segment_from_its_last_index_entry(log_dir: Path) -> None:
+    """As `readNextOffset`: the batches after the offset index's last entry give the log end; an entry
+    that names no batch boundary, or none at all, and the segment is read whole (the same end)."""
+    (log_dir / CLEAN_SHUTDOWN_FILE).write_bytes(b'{"version":0,"brokerEpoch":7}')
+    index = sorted((log_dir / "txn-0").glob("*.index"))[-1]
+    entries = index.read_bytes()
+    assert int.from_bytes(entries[-4:], "big") > 0  # the read starts past the segment's head
+    index.chmod(0o644)
+    ends = []
+    for entry in (entries, entries[:-4] + (7).to_bytes(4, "big"), b""):
+        index.write_bytes(entry)
+        ends.append(_by_dir(forecast([log_dir]))["txn-0"].log_end_offset)  # type: ignore[attr-defined]
+    assert ends[0] is not None
+    assert ends[0] > int(index.stem)
+    assert ends == [ends[0]] * 3

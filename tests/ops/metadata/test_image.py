@@ -80,3 +80,21 @@ def test_open_transaction_is_not_applied(tmp_path: Path) -> None:
     image = load_image(late)
     assert [f.code for f in image.findings] == ["metadata-transaction-open"]
     assert image.records_applied == image_all.records_applied
+
+
+def test_the_replay_reads_the_fields_the_full_decoder_reads() -> None:
+    """The replay decodes without the tools' text; what it gets is the full decoder's type and fields,
+    and it falls back to the full decoder (None) for anything that decoder does not call ok."""
+    from kdump.formats.internal.cluster_metadata import decode_metadata_record, metadata_record_fields
+
+    records = _corpus_records()
+    assert len(records) > 20
+    for _offset, value in records:
+        full = decode_metadata_record(value)
+        assert full.status == "ok"
+        assert full.value is not None
+        assert metadata_record_fields(value) == (full.value["type"], full.value["data"])
+    unknown_type = b"\x01\x7f\x00\x00"
+    assert decode_metadata_record(unknown_type).status == "unknown"
+    for bad in (unknown_type, b"\x00\x02\x00", BEGIN_TRANSACTION + b"\x00", b"\x01\x17", b"\x01\x97\x01\x00"):
+        assert metadata_record_fields(bad) is None
