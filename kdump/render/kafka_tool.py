@@ -265,15 +265,16 @@ def log_lines(path: Path, shown: str, opts: ToolOptions, report: ToolReport) -> 
                     break
                 batch = ev
                 valid += ev.size
-                yield batch_line(ev)
-                if not opts.deep:
-                    continue
                 done = fast.render(buf, ev, previous) if fast is not None else None
                 if done is not None:
+                    # The batch line and its records' lines in one write.
                     lines, previous, gaps = done
                     for gap in gaps:
                         report.non_consecutive.add(path, gap)
-                    yield lines
+                    yield (batch_line(ev) + "\n").encode("utf-8", "surrogatepass") + lines
+                    continue
+                yield batch_line(ev)
+                if not opts.deep:
                     continue
                 records, findings = decode_batch_records(buf, ev, str(path))
                 for f in findings:
