@@ -772,6 +772,15 @@ static int put_java_utf8(Buf *b, const uint8_t *s, Py_ssize_t n) {
         if (lead < 0x80) {
             *o++ = (char)lead;
             i++;
+            /* ASCII text as it is, eight bytes at a time while no byte has its top bit set. */
+            while (n - i >= 8) {
+                uint64_t w;
+                memcpy(&w, s + i, 8);
+                if (w & 0x8080808080808080ULL) break;
+                memcpy(o, s + i, 8);
+                o += 8;
+                i += 8;
+            }
         } else if (lead >= 0xC2 && lead <= 0xDF) {
             if (rest == 0) {
                 REPL();

@@ -198,3 +198,21 @@ def test_switched_off_without_the_compiled_path() -> None:
         assert KafkaRecordLines(print_data=True, skip_metadata=False, java=True).render(batch, h, -1) is None
     finally:
         fast_records.compiled = saved
+
+
+@needs_compiled
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"abcdefgh",
+        b"abcdefgh\xff",
+        b"abcdefghijklmnop\xe2\x82",
+        b"a" * 17 + b"\xed\xa0\x80" + b"b" * 9,
+        b"x\xc3\xa9" + b"y" * 15 + b"\xf0\x9f\x98\x80z",
+    ],
+)
+def test_ascii_runs_then_other_bytes(data: bytes) -> None:
+    """The compiled decoder copies ASCII eight bytes at a time: runs of every length around it."""
+    for cut in range(len(data) + 1):
+        batch = build_v2_batch(0, [NewRecord(data[:cut], data[cut:], 1_700_000_000_000, ((data, b"v"),))])
+        assert all(_compare(batch, -1, must_render=True))
