@@ -267,11 +267,15 @@ def log_lines(path: Path, shown: str, opts: ToolOptions, report: ToolReport) -> 
                 valid += ev.size
                 done = fast.render(buf, ev, previous) if fast is not None else None
                 if done is not None:
-                    # The batch line and its records' lines in one write.
                     lines, previous, gaps = done
                     for gap in gaps:
                         report.non_consecutive.add(path, gap)
-                    yield (batch_line(ev) + "\n").encode("utf-8", "surrogatepass") + lines
+                    head = (batch_line(ev) + "\n").encode("utf-8", "surrogatepass")
+                    if len(lines) < _JOIN_BELOW:
+                        yield head + lines  # small batches: one write for both
+                    else:
+                        yield head  # large ones: no copy of their lines
+                        yield lines
                     continue
                 yield batch_line(ev)
                 if not opts.deep:
@@ -319,6 +323,9 @@ def _fast_lines(opts: ToolOptions) -> KafkaRecordLines | None:
         return None
     return KafkaRecordLines(print_data=opts.print_data, skip_metadata=opts.skip_metadata, java=opts.java)
 
+
+_JOIN_BELOW = 64 << 10
+"""Record lines shorter than this go out in one write with their batch line."""
 
 _UNREADABLE = frozenset(
     {"codec-unavailable", "decompression-failed", "record-decode-failed", "record-count-mismatch"}
