@@ -208,7 +208,13 @@ def run(kafka: dict[str, Any], paths: tuple[str, ...], max_bytes: int | None) ->
         raise click.UsageError("Missing --files (or PATH): the files to dump.")
     out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
 
-    def write(line: str) -> None:
+    def write(line: str | bytes) -> None:
+        if isinstance(line, bytes):  # whole lines, already UTF-8 (the compiled record lines)
+            if out is not None:
+                out.write(line)
+            else:
+                sys.stdout.write(line.decode("utf-8"))
+            return
         data = line + "\n"
         if out is not None:
             out.write(data.encode("utf-8", "surrogatepass"))

@@ -17,6 +17,9 @@
  *             count, check_max_ts) -> (list[Record], clean) | None
  *   render_v2(data, base_offset, last_offset, base_ts, max_ts, log_append, base_seq, count,
  *             check_max_ts, fmt, encoding, prefix, middle, middle2) -> bytes | None
+ *   render_kafka_v2(data, base_offset, last_offset, base_ts, max_ts, log_append, base_seq, count,
+ *                   check_max_ts, flags, label, previous) -> (bytes, previous, gaps) | None: the
+ *       record lines of Kafka's kafka-dump-log (kdump/render/kafka_tool.record_line is the reference)
  *   columns_v2_many([(data, base_offset, last_offset, base_ts, max_ts, log_append, count,
  *                     check_max_ts), ...]) -> Arrow-layout buffers of the batches taken
  *   check_v2(data, base_offset, last_offset, base_ts, max_ts, log_append, count, check_max_ts)
@@ -746,6 +749,261 @@ done:
     return result;
 }
 
+/* ---- render_kafka_v2: the record lines of Kafka's own kafka-dump-log ------------------- */
+
+/* Java's `new String(bytes, UTF_8)` (JDK 9+) written out as UTF-8: well-formed sequences as they
+ * are, U+FFFD (EF BF BD) where Java puts one. A step-for-step port of
+ * kdump/formats/internal/java_text.java_utf8_decode, the reference. */
+static int put_java_utf8(Buf *b, const uint8_t *s, Py_ssize_t n) {
+    if (n <= 0) return 0;
+    if (buf_reserve(b, 3 * n) < 0) return -1; /* at most one U+FFFD (3 bytes) per input byte */
+    char *o = b->data + b->len;
+#define CONT(x) (((x) & 0xC0) == 0x80)
+#define REPL()              \
+    do {                    \
+        *o++ = (char)0xEF;  \
+        *o++ = (char)0xBF;  \
+        *o++ = (char)0xBD;  \
+    } while (0)
+    Py_ssize_t i = 0;
+    while (i < n) {
+        uint8_t lead = s[i];
+        Py_ssize_t rest = n - i - 1;
+        if (lead < 0x80) {
+            *o++ = (char)lead;
+            i++;
+            /* ASCII text as it is, eight bytes at a time while no byte has its top bit set. */
+            while (n - i >= 8) {
+                uint64_t w;
+                memcpy(&w, s + i, 8);
+                if (w & 0x8080808080808080ULL) break;
+                memcpy(o, s + i, 8);
+                o += 8;
+                i += 8;
+            }
+        } else if (lead >= 0xC2 && lead <= 0xDF) {
+            if (rest == 0) {
+                REPL();
+                break;
+            }
+            if (CONT(s[i + 1])) {
+                *o++ = (char)lead;
+                *o++ = (char)s[i + 1];
+                i += 2;
+            } else {
+                REPL();
+                i++;
+            }
+        } else if (lead >= 0xE0 && lead <= 0xEF) {
+            int second_bad = rest >= 1 && (!CONT(s[i + 1]) || (lead == 0xE0 && s[i + 1] < 0xA0));
+            if (rest >= 2) {
+                if (second_bad) {
+                    REPL();
+                    i++;
+                } else if (!CONT(s[i + 2])) {
+                    REPL();
+                    i += 2;
+                } else {
+                    uint32_t cp = ((uint32_t)(lead & 0x0F) << 12) | ((uint32_t)(s[i + 1] & 0x3F) << 6) |
+                                  (s[i + 2] & 0x3F);
+                    if (cp >= 0xD800 && cp <= 0xDFFF) {
+                        REPL();
+                    } else {
+                        memcpy(o, s + i, 3);
+                        o += 3;
+                    }
+                    i += 3;
+                }
+            } else if (second_bad) {
+                REPL();
+                i++;
+            } else {
+                REPL();
+                break;
+            }
+        } else if (lead >= 0xF0 && lead <= 0xF7) {
+            int second = rest >= 1 ? s[i + 1] : -1;
+            int second_bad = rest >= 1 && (!CONT(second) || (lead == 0xF0 && !(second >= 0x90 && second <= 0xBF)) ||
+                                           (lead == 0xF4 && (second & 0xF0) != 0x80));
+            if (rest >= 3) {
+                uint8_t third = s[i + 2], fourth = s[i + 3];
+                uint32_t cp = ((uint32_t)(lead & 0x07) << 18) | ((uint32_t)(second & 0x3F) << 12) |
+                              ((uint32_t)(third & 0x3F) << 6) | (fourth & 0x3F);
+                if (CONT(second) && CONT(third) && CONT(fourth) && cp >= 0x10000 && cp <= 0x10FFFF) {
+                    memcpy(o, s + i, 4);
+                    o += 4;
+                    i += 4;
+                    continue;
+                }
+                REPL();
+                if (lead > 0xF4 || second_bad) {
+                    i++;
+                } else if (!CONT(third)) {
+                    i += 2;
+                } else {
+                    i += 3;
+                }
+            } else if (lead > 0xF4 || second_bad) {
+                REPL();
+                i++;
+            } else {
+                REPL();
+                i += 2;
+                if (!(i < n && !CONT(s[i]))) break;
+            }
+        } else {
+            REPL();
+            i++;
+        }
+    }
+#undef CONT
+#undef REPL
+    b->len = o - b->data;
+    return 0;
+}
+
+enum { KT_PRINT_DATA = 1, KT_SKIP_METADATA = 2, KT_JAVA = 4 };
+
+/* One line of kdump/render/kafka_tool.record_line (the reference) for a v2 record of a data batch,
+ * keys and values read by Kafka's StringDecoder. */
+static int render_kafka_line(Buf *b, const uint8_t *d, const Rec *r, const Derived *dv, int flags,
+                             const Py_buffer *label) {
+    int print_data = flags & KT_PRINT_DATA, skip = flags & KT_SKIP_METADATA, java = flags & KT_JAVA;
+    if (!skip) {
+        if (buf_reserve(b, label->len + 4 * INT_ROOM + 64) < 0) return -1;
+        PUT_LIT(b, "| offset: ");
+        put_int(b, dv->offset);
+        PUT_LIT(b, " ");
+        put(b, label->buf, label->len);
+        PUT_LIT(b, ": ");
+        put_int(b, dv->timestamp);
+        PUT_LIT(b, " keySize: ");
+        put_int(b, r->key_len);
+        PUT_LIT(b, " valueSize: ");
+        put_int(b, r->value_len);
+        PUT_LIT(b, " sequence: ");
+        PUT_INT(b, dv->sequence);
+        PUT_LIT(b, " headerKeys: [");
+        Py_ssize_t p = r->headers_at;
+        const uint8_t *k, *v;
+        int64_t kn, vn;
+        for (int64_t h = 0; h < r->header_count; h++) {
+            next_header(d, &p, &k, &kn, &v, &vn);
+            if (h > 0) PUT_LIT(b, ",");
+            if (put_java_utf8(b, k, (Py_ssize_t)kn) < 0) goto fail;
+        }
+        PUT_LIT(b, "]");
+    }
+    if (print_data) {
+        int first = skip; /* "| " before the first part printed without metadata */
+        if (r->key_len >= 0) {
+            if (first) {
+                PUT_LIT(b, "| key: ");
+                first = 0;
+            } else {
+                PUT_LIT(b, " key: ");
+            }
+            if (put_java_utf8(b, r->key, (Py_ssize_t)r->key_len) < 0) goto fail;
+        }
+        if (r->value_len >= 0) {
+            /* The 3.x tool always puts a bare space before the payload. */
+            if (first && java) {
+                PUT_LIT(b, "| payload: ");
+            } else {
+                PUT_LIT(b, " payload: ");
+            }
+            if (put_java_utf8(b, r->value, (Py_ssize_t)r->value_len) < 0) goto fail;
+        }
+    }
+    PUT_LIT(b, "\n");
+    return 0;
+fail:
+    return -1;
+}
+
+/* render_kafka_v2(data, base_offset, last_offset, base_ts, max_ts, log_append, base_seq, count,
+ * check_max_ts, flags, label, previous) -> (lines, previous, gaps) | None: the record lines Kafka's
+ * tool prints for a clean v2 data batch (each newline-terminated), the last offset printed, and the
+ * (previous, offset) pairs of the non-consecutive offsets summary (a pair wherever an offset does not
+ * follow the one before; before the first record, `previous` is the caller's, -1 at a file's start,
+ * which only the 4.x tool (flags & 4) reports). None: the batch needs the reference path. */
+static PyObject *fast_render_kafka_v2(PyObject *self, PyObject *args) {
+    (void)self;
+    if (check_arity(args, 12, "render_kafka_v2") < 0) return NULL;
+    Batch bt;
+    if (parse_batch_args(args, 1, &bt, 1) < 0) return NULL;
+    long flags = PyLong_AsLong(PyTuple_GET_ITEM(args, 9));
+    long long previous = PyLong_AsLongLong(PyTuple_GET_ITEM(args, 11));
+    if (PyErr_Occurred()) return NULL;
+    if (flags < 0 || flags > 7) {
+        PyErr_SetString(PyExc_ValueError, "unknown flags");
+        return NULL;
+    }
+    Py_buffer view, label;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 0), &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 10), &label, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    const uint8_t *d = view.buf;
+    Py_ssize_t end = view.len, pos = 0;
+    Buf b = {NULL, 0, 0};
+    PyObject *result = NULL, *gaps = NULL;
+    int failed = 0;
+    int64_t prev = INT64_MIN, max_seen = INT64_MIN, n = 0, printed = (int64_t)previous;
+    if (bt.count < 0 || bt.count > end) goto done;
+    /* Pairs of the summary: at most one per record, so bounded by the count; kept as offsets here and
+     * made Python objects after the loop (without the GIL no object may be built). */
+    int64_t *pairs = NULL;
+    Py_ssize_t npairs = 0;
+    if (bt.count > 0) {
+        pairs = PyMem_RawMalloc((size_t)bt.count * 2 * sizeof(int64_t));
+        if (pairs == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (; n < bt.count; n++) {
+        Rec r;
+        Derived dv;
+        if (pos >= end || parse_record(d, &pos, end, &r) < 0) break;
+        if (derive(&bt, &r, &prev, &max_seen, &dv) < 0) break;
+        if (((flags & KT_JAVA) || printed != -1) && (printed == INT64_MAX || dv.offset != printed + 1)) {
+            pairs[2 * npairs] = printed;
+            pairs[2 * npairs + 1] = dv.offset;
+            npairs++;
+        }
+        printed = dv.offset;
+        if (render_kafka_line(&b, d, &r, &dv, (int)flags, &label) < 0) {
+            failed = 1;
+            break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+    } else if (batch_clean(&bt, pos, end, n, max_seen)) {
+        gaps = PyList_New(npairs);
+        for (Py_ssize_t i = 0; gaps != NULL && i < npairs; i++) {
+            PyObject *pair = Py_BuildValue("(LL)", (long long)pairs[2 * i], (long long)pairs[2 * i + 1]);
+            if (pair == NULL) Py_CLEAR(gaps);
+            else PyList_SET_ITEM(gaps, i, pair);
+        }
+        if (gaps != NULL) {
+            result = Py_BuildValue("(NLN)", PyBytes_FromStringAndSize(b.data ? b.data : "", b.len),
+                                   (long long)printed, gaps);
+        }
+    }
+    PyMem_RawFree(pairs);
+done:
+    PyMem_RawFree(b.data);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&label);
+    if (result == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return result;
+}
+
 /* ---- columns_v2: Arrow-layout buffers of a batch's records ------------------------------- */
 
 /* A binary column being built: validity bitmap, int32 offsets, data. */
@@ -1020,6 +1278,7 @@ static PyMethodDef methods[] = {
     {"decode_v2", fast_decode_v2, METH_VARARGS, "Decode a clean v2 batch's records, or None."},
     {"render_v2", fast_render_v2, METH_VARARGS, "Render a clean v2 batch's records as lines, or None."},
     {"columns_v2_many", fast_columns_v2_many, METH_O, "Clean v2 batches' records as Arrow buffers."},
+    {"render_kafka_v2", fast_render_kafka_v2, METH_VARARGS, "Kafka's tool's record lines of a clean v2 batch, or None."},
     {"check_v2", fast_check_v2, METH_VARARGS, "Whether decode_v2 would find a batch clean, building nothing."},
     {"scale_i64", fast_scale_i64, METH_VARARGS, "int64s times a factor, or None on overflow."},
     {"take_fixed", fast_take_fixed, METH_VARARGS, "Fixed-width items gathered by an int32 index."},

@@ -29,6 +29,20 @@ def render_v2(
     middle: bytes,
     middle2: bytes,
 ) -> bytes | None: ...
+def render_kafka_v2(
+    data: Buffer,
+    base_offset: int,
+    last_offset: int,
+    base_ts: int,
+    max_ts: int,
+    log_append: bool,
+    base_seq: int,
+    count: int,
+    check_max_ts: bool,
+    flags: int,
+    label: bytes,
+    previous: int,
+) -> tuple[bytes, int, list[tuple[int, int]]] | None: ...
 
 Column = tuple[bytes, bytes, bytes, int]
 

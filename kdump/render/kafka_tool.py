@@ -35,8 +35,10 @@ from kdump.formats.internal.transaction_log import java_string_hash
 from kdump.formats.records import Record
 from kdump.render import rows
 from kdump.render.kafka_decoded import NEWEST_KAFKA, kafka_release
+from kdump.render.kafka_tool_fast import KafkaRecordLines
 from kdump.render.text import batch_line
 from kdump.scan import open_buffer, scan_log
+from kdump.scan.batch_checks import decode_batch_records
 
 INT_MAX = 2**31 - 1
 """Kafka's default `--max-bytes` (Integer.MAX_VALUE): the whole file, and the trailing-bytes line."""
@@ -221,8 +223,12 @@ def _decoder_notes(opts: ToolOptions) -> Iterator[str]:
             yield f"{name} is deprecated. Please use {_API}{short} instead"
 
 
-def log_lines(path: Path, shown: str, opts: ToolOptions, report: ToolReport) -> Iterator[str]:
-    """A `.log` segment or a KRaft snapshot (`.checkpoint`): batches, and records when deep."""
+def log_lines(path: Path, shown: str, opts: ToolOptions, report: ToolReport) -> Iterator[str | bytes]:
+    """A `.log` segment or a KRaft snapshot (`.checkpoint`): batches, and records when deep.
+
+    Lines come as text without their line break, except the record lines of a batch the compiled
+    path rendered (`kafka_tool_fast`): one bytes block of newline-terminated UTF-8 lines.
+    """
     if opts.decoder is None:
         yield from _decoder_notes(opts)
     if path.name.endswith(".log"):
@@ -244,9 +250,11 @@ def log_lines(path: Path, shown: str, opts: ToolOptions, report: ToolReport) -> 
     previous = -1
     batch: BatchHeader | None = None
     diverged = False
+    fast = _fast_lines(opts)
     with open_buffer(path) as buf:
         end = min(len(buf), opts.max_bytes)
-        for ev in scan_log(buf, file=str(path), base_offset=base, deep=opts.deep):
+        # The batch-level scan; a deep dump decodes each batch's records here, as a deep scan would.
+        for ev in scan_log(buf, file=str(path), base_offset=base):
             if isinstance(ev, BatchHeader):
                 # Kafka reads batch after batch and stops at the first that does not fit.
                 expected = next_batch_size(buf, valid, end, shown)
@@ -257,20 +265,31 @@ def log_lines(path: Path, shown: str, opts: ToolOptions, report: ToolReport) -> 
                     break
                 batch = ev
                 valid += ev.size
+                done = fast.render(buf, ev, previous) if fast is not None else None
+                if done is not None:
+                    lines, previous, gaps = done
+                    for gap in gaps:
+                        report.non_consecutive.add(path, gap)
+                    head = (batch_line(ev) + "\n").encode("utf-8", "surrogatepass")
+                    if len(lines) < _JOIN_BELOW:
+                        yield head + lines  # small batches: one write for both
+                    else:
+                        yield head  # large ones: no copy of their lines
+                        yield lines
+                    continue
                 yield batch_line(ev)
-            elif isinstance(ev, Finding) and opts.deep and batch is not None and ev.code in _UNREADABLE:
-                if ev.position == batch.position:
-                    # Kafka's tool dies in this batch, after printing the records it could read.
-                    raise ToolAbort(
-                        "",
-                        f"{shown}: the records of the batch at position {batch.position} do not decode "
-                        f"({ev.message}); Kafka's tool stops here with an exception kdump does not imitate",
-                    )
-            elif isinstance(ev, Record) and batch is not None:
-                if (java or previous != -1) and ev.offset != previous + 1:
-                    report.non_consecutive.add(path, (previous, ev.offset))
-                previous = ev.offset
-                yield record_line(ev, batch, opts)
+                if not opts.deep:
+                    continue
+                records, findings = decode_batch_records(buf, ev, str(path))
+                for f in findings:
+                    _check_readable(f, batch, shown)
+                for r in records:
+                    if (java or previous != -1) and r.offset != previous + 1:
+                        report.non_consecutive.add(path, (previous, r.offset))
+                    previous = r.offset
+                    yield record_line(r, batch, opts)
+            elif isinstance(ev, Finding) and opts.deep and batch is not None:
+                _check_readable(ev, batch, shown)
         else:
             diverged = next_batch_size(buf, valid, end, shown) is not None
         size = len(buf)
@@ -284,6 +303,29 @@ def log_lines(path: Path, shown: str, opts: ToolOptions, report: ToolReport) -> 
     if size > valid and opts.max_bytes == INT_MAX:
         yield f"Found {size - valid} invalid bytes at the end of {path.name}"
 
+
+def _check_readable(f: Finding, batch: BatchHeader, shown: str) -> None:
+    if f.code in _UNREADABLE and f.position == batch.position:
+        # Kafka's tool dies in this batch, after printing the records it could read.
+        raise ToolAbort(
+            "",
+            f"{shown}: the records of the batch at position {batch.position} do not decode "
+            f"({f.message}); Kafka's tool stops here with an exception kdump does not imitate",
+        )
+
+
+def _fast_lines(opts: ToolOptions) -> KafkaRecordLines | None:
+    """The compiled record lines, where they print what `record_line` would: StringDecoder keys and
+    values, no internal-topic decoder, the compiled path built and on."""
+    if not opts.deep or opts.decoder is not None or not KafkaRecordLines.enabled():
+        return None
+    if _decoder_kind(opts.key_class) != "string" or _decoder_kind(opts.value_class) != "string":
+        return None
+    return KafkaRecordLines(print_data=opts.print_data, skip_metadata=opts.skip_metadata, java=opts.java)
+
+
+_JOIN_BELOW = 64 << 10
+"""Record lines shorter than this go out in one write with their batch line."""
 
 _UNREADABLE = frozenset(
     {"codec-unavailable", "decompression-failed", "record-decode-failed", "record-count-mismatch"}
@@ -371,13 +413,18 @@ def _contents(r: Record, opts: ToolOptions) -> tuple[str | None, str | None]:
 
 def _decode_as(class_name: str, data: bytes) -> str:
     """What Kafka's String, Integer or Long decoder makes of the bytes (the number from the first ones)."""
-    kind = DECODER_CLASSES.get(class_name) or DECODER_CLASSES[_API + class_name.rsplit(".", 1)[1]]
+    kind = _decoder_kind(class_name)
     if kind == "string":
         return java_utf8_decode(data)
     size = 4 if kind == "int" else 8
     if len(data) < size:
         raise ToolAbort("java.nio.BufferUnderflowException", "")
     return str(int.from_bytes(data[:size], "big", signed=True))
+
+
+def _decoder_kind(class_name: str) -> str:
+    """ "string", "int" or "long": the kind of Kafka's decoder class (3.x's old names included)."""
+    return DECODER_CLASSES.get(class_name) or DECODER_CLASSES[_API + class_name.rsplit(".", 1)[1]]
 
 
 _HEADER = struct.Struct(">qi")

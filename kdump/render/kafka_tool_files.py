@@ -13,8 +13,9 @@ from kdump.render.kafka_tool import ToolAbort, ToolOptions, ToolReport, log_line
 __all__ = ["dump_lines"]
 
 
-def dump_lines(arg: str, opts: ToolOptions, report: ToolReport) -> Iterator[str]:
-    """Everything Kafka prints on stdout for one `--files` entry."""
+def dump_lines(arg: str, opts: ToolOptions, report: ToolReport) -> Iterator[str | bytes]:
+    """Everything Kafka prints on stdout for one `--files` entry: lines as text without their line
+    break, or blocks of newline-terminated UTF-8 lines as bytes (`kafka_tool.log_lines`)."""
     shown = shown_path(arg)
     path = Path(arg)
     yield f"Dumping {shown}"

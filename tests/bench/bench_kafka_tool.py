@@ -3,6 +3,7 @@
 Usage:
     python tests/bench/make_segments.py DIR                 # once: DIR/{a,b,c}-0
     python tests/bench/bench_kafka_tool.py DIR [--release 4.4.0] [--runs 3] [--shapes a,c]
+        [--modes shallow,deep,data] [--before OLD]
 
 Kafka's tool runs as `kafka-dump-log.sh` runs it (`kafka-run-class.sh`'s JVM options: the server
 VM, G1, a 256 MiB heap unless KAFKA_HEAP_OPTS says otherwise) from the release's jars, fetched by
@@ -12,7 +13,12 @@ Kafka's, run by run, and the median of those ratios.
 
 - shallow: `--files SEG` on both sides (batch lines);
 - deep: `--deep-iteration --files SEG` on both sides;
-- deep with payloads: `--deep-iteration --print-data-log --files SEG` on both sides.
+- deep with payloads (`data`): `--deep-iteration --print-data-log --files SEG` on both sides.
+
+The target (issue 33) is a median ratio of at most 0.25 in every mode on A and C. With `--before OLD`
+(a copy of the code before a change, `git archive HEAD~1 kdump | tar -x -C OLD` plus its compiled
+modules), every round also runs kdump's side with that code, and now/before is printed. The load
+average printed with each line is the machine's at its end: the JVM's time varies with it.
 
 kdump takes Kafka's flags and prints Kafka's output line for line (tests/cli/test_kafka_flags*.py), so
 each pair writes the same bytes; a kdump without them runs `kdump dump [--records] SEG` instead.
@@ -66,7 +72,11 @@ def main() -> None:
     ap.add_argument("--release", default="4.4.0")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--shapes", default="a,c")
+    ap.add_argument("--modes", default="shallow,deep,data", help="of shallow, deep, data")
+    ap.add_argument("--before", type=Path, help="a copy of the code before a change (its root)")
     args = ap.parse_args()
+    modes = {"shallow": "shallow", "deep": "deep", "data": "deep with payloads"}
+    wanted = {modes[m] for m in args.modes.split(",")}
     kdump = str(Path(sys.executable).with_name("kdump"))
     kafka = kafka_tool(args.release)
     same = _kdump_has(kdump, "--deep-iteration")
@@ -88,7 +98,8 @@ def main() -> None:
             for name, f in flags.items()
         }
         for name, (a, b) in cases.items():
-            pair(f"{shape.upper()}: {name}", a, b, args.runs)
+            if name in wanted:
+                pair(f"{shape.upper()}: {name}", a, b, args.runs, before=args.before)
 
 
 if __name__ == "__main__":

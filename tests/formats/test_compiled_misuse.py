@@ -134,3 +134,22 @@ def test_the_avro_module_takes_an_empty_record() -> None:
     to_json = avro_json('{"type": "record", "name": "E", "fields": []}')
     assert to_json is not None
     assert to_json(b"") == b"{}"
+
+
+@needs_records
+def test_render_kafka_v2_refuses_wrong_arguments() -> None:
+    batch = build_v2_batch(0, [NewRecord(b"k", b"v", 1000)])
+    h = decode_v2_header(batch, 0, len(batch))
+    args = [batch[61:], 0, h.last_offset, h.base_timestamp, h.max_timestamp, False, -1, 1, True]
+    with pytest.raises(TypeError):
+        records_c.render_kafka_v2(*args, 0, b"CreateTime")  # one argument short
+    with pytest.raises(ValueError, match="unknown flags"):
+        records_c.render_kafka_v2(*args, 8, b"CreateTime", -1)  # flags beyond the three known
+    with pytest.raises(TypeError):
+        records_c.render_kafka_v2(*args, 0, "CreateTime", -1)  # the label is bytes
+    # A count the payload cannot hold, a negative one, and a previous offset at the end of the range.
+    for count in (10**6, -1):
+        assert records_c.render_kafka_v2(*args[:7], count, True, 0, b"CreateTime", -1) is None
+    out = records_c.render_kafka_v2(*args, 4, b"CreateTime", INT64_MAX)
+    assert out is not None
+    assert out[1:] == (0, [(INT64_MAX, 0)])

@@ -4,6 +4,10 @@ holding the compiled answer to the reference's (the pure-Python path, or fastavr
 * `compiled_records`: every checksum-valid v2 data batch of a log fragment through `decode_v2`,
   `check_v2`, `render_v2` (JSON Lines and text, in each encoding) and `columns_v2_many`: the records,
   findings and lines are the reference's byte for byte, or the compiled path declined (`None`).
+* `compiled_kafka_lines`: every checksum-valid v2 batch of a log fragment through `render_kafka_v2`
+  (`render.kafka_tool_fast`) in every flag set of Kafka's tool, from a previous offset the input
+  picks: the lines, last offset and non-consecutive pairs are `kafka_tool.record_line`'s on the
+  reference's records, or declined.
 * `compiled_walk`: `scan_log` with and without the compiled walk (`walk_v2`, `headers`) gives the same
   events in every mode.
 * `compiled_indexes`: `build_indexes` equals `build_segment_indexes` + the encoders (or declines where
@@ -48,6 +52,8 @@ from kdump.formats.time_index import decode_time_index, encode_time_index
 from kdump.ops.dump.files import FileStart
 from kdump.render import fast_lines
 from kdump.render.jsonl import write_jsonl
+from kdump.render.kafka_tool import ToolOptions, record_line
+from kdump.render.kafka_tool_fast import KafkaRecordLines
 from kdump.render.text import write_text
 from kdump.scan.events import ScanMode
 from kdump.scan.index_checks import BatchSpan, BatchTable, check_offset_index, check_time_index
@@ -130,6 +136,33 @@ def fuzz_compiled_records(data: bytes) -> None:
     assert cols.rows == len(expected)
     assert array.array("q", cols.offsets).tolist() == [r.offset for r in expected]
     assert array.array("q", cols.timestamps).tolist() == [r.timestamp for r in expected]
+
+
+def fuzz_compiled_kafka_lines(data: bytes) -> None:
+    """render_kafka_v2 against kafka_tool.record_line, batch by batch, in every flag set."""
+    data = _fix_crcs(data)
+    previous = (-1, 0, 2**63 - 1)[data[0] % 3] if data else -1
+    for h in _entries(data):
+        if not fast_records.eligible(h):
+            continue
+        records, findings = _reference(lambda h=h: decode_batch_records(data, h, FILE))
+        for flags in range(8):
+            print_data, skip, java = bool(flags & 1), bool(flags & 2), bool(flags & 4)
+            lines = KafkaRecordLines(print_data=print_data, skip_metadata=skip, java=java)
+            got = lines.render(data, h, previous)
+            if got is None:
+                continue
+            assert not findings, (h, findings)
+            opts = ToolOptions(
+                deep=True, print_data=print_data, skip_metadata=skip, release="4.4.0" if java else "3.8.1"
+            )
+            prev, gaps, text = previous, [], []
+            for r in records:
+                if (java or prev != -1) and r.offset != prev + 1:
+                    gaps.append((prev, r.offset))
+                prev = r.offset
+                text.append(record_line(r, h, opts) + "\n")
+            assert got == ("".join(text).encode("utf-8", "surrogatepass"), prev, gaps), (h, flags)
 
 
 def fuzz_compiled_walk(data: bytes) -> None:
@@ -301,6 +334,7 @@ def _avro_seeds(_root: Path | None) -> list[bytes]:
 
 COMPILED_TARGETS = [
     FuzzTarget("compiled_records", fuzz_compiled_records, _log_seeds, 300),
+    FuzzTarget("compiled_kafka_lines", fuzz_compiled_kafka_lines, _log_seeds, 200),
     FuzzTarget("compiled_walk", fuzz_compiled_walk, _log_seeds, 200),
     FuzzTarget("compiled_indexes", fuzz_compiled_indexes, _index_seeds, 400),
     FuzzTarget("compiled_avro_json", fuzz_compiled_avro_json, _avro_seeds, 1000),
