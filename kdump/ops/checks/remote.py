@@ -34,12 +34,12 @@ from kdump.formats.remote_names import REQUIRED_REMOTE_KINDS
 from kdump.model.remote_store import RemotePartition, RemoteSegmentFiles, RemoteStore
 from kdump.ops.checks.segment import SegmentResult
 from kdump.ops.checks.state import check_snapshot
+from kdump.ops.checks.transactions import check_transactions
 from kdump.ops.checks.verify import (
     PartitionReport,
     VerifyOptions,
     add_up,
     check_segments,
-    check_transactions,
     tally,
 )
 from kdump.ops.tiered.partitions import coverage_gaps

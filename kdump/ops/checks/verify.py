@@ -7,11 +7,11 @@ partition over the segments' results. Nothing is written anywhere.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.filenames import parse_partition_dir_name
@@ -22,16 +22,14 @@ from kdump.model.segment import Segment
 from kdump.ops.checks.continuity import check_offset_holes, check_overlaps, cleanup_policy, salvage_first
 from kdump.ops.checks.epochs import check_leader_epochs
 from kdump.ops.checks.open_txns import check_open_transactions
-from kdump.ops.checks.segment import TXN_ABORT, TXN_DATA, SegmentResult, check_segment
+from kdump.ops.checks.segment import SegmentResult, check_segment
 from kdump.ops.checks.state import TEXT_KINDS, check_snapshot, check_text_state
 from kdump.ops.checks.strays import find_strays
 from kdump.ops.checks.swaps import losing_swaps
 from kdump.ops.checks.time_index import check_closed_time_indexes
+from kdump.ops.checks.transactions import check_transactions
 from kdump.ops.tiered.partitions import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
 from kdump.store.queries import listing_findings, partition_listing_findings
-
-if TYPE_CHECKING:  # loaded with the first abort marker or .txnindex
-    from kdump.formats.txn_index import AbortedTxn
 
 # Below this much log data a process pool costs more than it saves.
 PARALLEL_THRESHOLD_BYTES = 16 << 20
@@ -146,13 +144,45 @@ def verify_targets(
         if damage:
             yield PartitionReport(target.given, "file", damage)
     plans = plan_verify(targets)
-    all_segments = [s for _, units in plans for *_, segs in units for s in segs]
-    results = iter(check_segments(all_segments, options, progress))
+    yield from assemble(plans, _leaf_reports(plans, options, progress), options, tiered)
 
-    leaves = (
-        unit_report(t, part, [next(results) for _ in segs]) for _, units in plans for t, part, segs in units
+
+def _leaf_reports(
+    plans: Plan, options: VerifyOptions, progress: Progress | None
+) -> Iterator[PartitionReport]:
+    """Each unit's report, in plan order: whole units dealt to workers when there are many of them
+    (`kdump.ops.checks.units`), else segment by segment (on every core when they are big enough)."""
+    units = [u for _, us in plans for u in us]
+    jobs = options.jobs or os.cpu_count() or 1
+    if jobs > 1 and len(units) > 1:
+        from kdump.ops.checks import units as dealt
+
+        weights = [_unit_weight(u) for u in units]
+        if dealt.worth_dealing(weights, jobs) and sum(weights) >= PARALLEL_THRESHOLD_BYTES:
+            reports = dealt.reports_on_workers(units, weights, jobs, functools.partial(_report_unit, options))
+            if reports is not None:
+                for report in reports:
+                    if progress is not None:
+                        progress(report.log_bytes)
+                    yield report
+                return
+    results = iter(check_segments([s for *_, segs in units for s in segs], options, progress))
+    for t, part, segs in units:
+        yield unit_report(t, part, [next(results) for _ in segs])
+
+
+def _unit_weight(unit: Unit) -> int:
+    from kdump.ops.checks.units import UNIT_COST
+
+    target, part, segs = unit
+    return (part.log_bytes if part is not None else target.log_bytes) + UNIT_COST * (1 + len(segs))
+
+
+def _report_unit(options: VerifyOptions, unit: Unit) -> PartitionReport:
+    target, part, segs = unit
+    return unit_report(
+        target, part, [_check_one((s, options.deep, options.max_bytes, False, True)) for s in segs]
     )
-    yield from assemble(plans, leaves, options, tiered)
 
 
 def unit_report(
@@ -430,60 +460,3 @@ def partition_report(part: PartitionDir, results: Sequence[SegmentResult], label
             f.extend(topic_id_findings(part))
     report.findings = salvage_first(f, results)
     return report
-
-
-def expected_aborts(results: Sequence[SegmentResult]) -> list[list[AbortedTxn]]:
-    """The aborted-transaction entries each segment's .txnindex should hold, from the markers.
-
-    Mirrors `ProducerStateManager`: a transaction starts at its producer's first transactional
-    batch; at its ABORT marker the entry is (producer id, first offset, marker offset, last stable
-    offset), the last stable offset being the first offset of the earliest other open transaction,
-    or the marker offset + 1 when none is open. Unknown values (a transaction begun before the
-    oldest segment kept) are -1 and are not compared.
-    """
-    ongoing: dict[int, int] = {}
-    unknown_open = False
-    per_segment: list[list[AbortedTxn]] = []
-    for r in results:
-        mine: list[AbortedTxn] = []
-        for kind, pid, offset in r.txn_events:
-            if kind == TXN_DATA:
-                ongoing.setdefault(pid, offset)
-                continue
-            first = ongoing.pop(pid, None)
-            if first is None:
-                unknown_open = True
-            if kind == TXN_ABORT:
-                from kdump.formats.txn_index import AbortedTxn
-
-                others = list(ongoing.values())
-                lso = -1 if unknown_open else (min(others) if others else offset + 1)
-                mine.append(AbortedTxn(0, pid, -1 if first is None else first, offset, lso))
-        per_segment.append(mine)
-    return per_segment
-
-
-def check_transactions(results: Sequence[SegmentResult]) -> Iterator[Finding]:
-    """The partition's .txnindex files against the ABORT markers of its segments."""
-    for r, expected in zip(results, expected_aborts(results), strict=True):
-        if r.summary is None:
-            continue
-        if r.summary.partial:
-            # Markers past a --max-bytes limit were not read: this segment and the ones after it
-            # (whose open transactions depend on them) cannot be judged.
-            return
-        if r.txn_index is None:
-            if expected:
-                label = str(r.segment.log.with_suffix(".txnindex")) if r.segment.log else r.segment.name
-                yield make_finding(
-                    "txn-index-mismatch",
-                    label,
-                    f"{len(expected)} aborted transactions end in this segment but it has no .txnindex",
-                    offset=expected[0].last_offset,
-                )
-            continue
-        from kdump.formats.txn_index import TxnIndexContents
-        from kdump.scan.index_checks import check_txn_index
-
-        label = str(r.segment.txnindex)
-        yield from check_txn_index(r.txn_index or TxnIndexContents((), 0), expected, label)

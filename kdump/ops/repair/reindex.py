@@ -40,13 +40,8 @@ from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
 from kdump.ops.checks.segment import SegmentResult
-from kdump.ops.checks.verify import (
-    Progress,
-    VerifyOptions,
-    check_segments,
-    check_transactions,
-    expected_aborts,
-)
+from kdump.ops.checks.transactions import check_transactions, expected_aborts
+from kdump.ops.checks.verify import Progress, VerifyOptions, check_segments
 from kdump.ops.common.topic_config import IntervalResolver
 from kdump.ops.repair.faults import undone_on_fault
 from kdump.ops.repair.preflight import check_room, reindex_needs
