@@ -157,6 +157,9 @@ class _Watch:
         return None
 
 
+# The largest file `open_buffer(copy_small=True)` reads instead of mapping.
+SMALL_COPY = 64 << 10
+
 # The files open_buffer has open, by the id of the view it yielded.
 _WATCHED: dict[int, _Watch] = {}
 
@@ -170,13 +173,23 @@ def file_change(buf: object) -> FileChange | None:
 
 @contextmanager
 def open_buffer(
-    path: str | os.PathLike[str], max_bytes: int | None = None, *, span: tuple[int, int] | None = None
+    path: str | os.PathLike[str],
+    max_bytes: int | None = None,
+    *,
+    span: tuple[int, int] | None = None,
+    probed: bool = False,
+    copy_small: bool = False,
 ) -> Iterator[memoryview]:
     """Map `path` read-only and yield a memoryview of it (at most `max_bytes` of its prefix).
 
     A stored location (a URL, a tarball's member) is read into an anonymous mapping of the file's
     size instead (`kdump.store.buffers`): whole, or only the positions [start, end) of `span` when
     the caller reads nothing else (a chunk of batches); a local file is mapped whole either way.
+
+    `probed`: a listing's stat found a regular file there (`open_regular`). `copy_small`: a file of
+    at most `SMALL_COPY` bytes is read into memory instead (an index of a small segment: a mapping
+    costs a map, a page fault and an unmap, several times a read of a few hundred bytes); a cut
+    under the read is still said by `file_change`, as a shrink, with the bytes read kept.
 
     Raises:
         PathError: the file cannot be opened or mapped.
@@ -192,7 +205,7 @@ def open_buffer(
             sb.fill(*span)
             yield sb.view
         return
-    fd, st = _open_regular(path)
+    fd, st = _open_regular(path, probed)
     mm: mmap.mmap | None = None
     view: memoryview | None = None
     slot = -1
@@ -202,6 +215,10 @@ def open_buffer(
             size = min(size, max_bytes)
         if size == 0:
             view = memoryview(b"")
+        elif copy_small and size <= SMALL_COPY:
+            data = _read_upto(fd, size, size)
+            view = memoryview(data)
+            size = len(data)
         else:
             try:
                 mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
