@@ -36,7 +36,9 @@ def _timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, f
     process and the children it waited for (its workers) together: CPU summed, RSS the largest."""
     start = time.perf_counter()
     with open(os.devnull, "wb") as null:
-        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.DEVNULL, env=env)
+        # Run from OLD itself for its code: `python -m` puts the working directory first on the path.
+        cwd = env.get("PYTHONPATH") if env is not None else None
+        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
         _pid, status, usage = os.wait4(proc.pid, 0)
     took = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
@@ -83,7 +85,7 @@ def main() -> None:
     for name, extra in variants:
         sides[name] = ([kdump, "verify", *extra, str(args.logdir)], None)
         if args.before is not None:
-            env = {**os.environ, "PYTHONPATH": str(args.before)}
+            env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
             sides[f"{name} (before)"] = ([python, "-m", "kdump", "verify", *extra, str(args.logdir)], env)
 
     for argv, env in sides.values():  # warm-up: page cache, bytecode
