@@ -285,7 +285,7 @@ def fetch_entry(fill: Callable[[int, int], object] | None, buf: memoryview, posi
 
 @contextmanager
 def open_scan(
-    path: Path, max_bytes: int | None = None
+    path: Path, max_bytes: int | None = None, *, probed: bool = False
 ) -> Iterator[tuple[memoryview, Callable[[int], None] | None]]:
     """A file's bytes for one forward scan, and the scanner's `ready` hook (None: all there).
 
@@ -299,7 +299,7 @@ def open_scan(
         PathError: the file cannot be opened.
     """
     if not is_stored(path):
-        with open_buffer(path) as buf:
+        with open_buffer(path, probed=probed) as buf:
             yield buf, None
         return
     from kdump.store.buffers import sparse_buffer

@@ -92,6 +92,11 @@ def readable(p: Probe) -> str | None:
     """None when a regular file opens for reading, else why not (root reads anything; others may not)."""
     if isinstance(p.path, StoredPath):
         return None  # listed by its store, and read by ranges from there
+    if p.type is FileType.FILE and p.size > 0 and os.access(p.path, os.R_OK):
+        # A regular file with bytes that its permissions let this process read: no open and close
+        # per file (a broker's log dir has five per partition). An empty one is opened: a file of
+        # /proc or /sys says empty but is no file on disk.
+        return None
     from kdump.scan.source import open_regular
 
     try:

@@ -53,17 +53,24 @@ class PartitionDir:
     # Whether it holds a file Kafka writes (a segment file, even empty, a snapshot, a state file): a
     # partition the broker keeps, as opposed to a directory with nothing of Kafka's in it.
     recognised: bool = False
+    # The state files (by name) `load` found to be files: its listing answers where they are, with
+    # no look at the disk per question. None: not listed (the disk is asked).
+    state_files: dict[str, Path] | None = field(default=None, compare=False, repr=False)
 
     @property
     def leader_epoch_checkpoint(self) -> Path | None:
         """The leader-epoch-checkpoint file, if present."""
-        p = self.path / LEADER_EPOCH_CHECKPOINT
-        return p if p.is_file() else None
+        return self._state_file(LEADER_EPOCH_CHECKPOINT)
 
     @property
     def partition_metadata(self) -> Path | None:
         """The partition.metadata file, if present."""
-        p = self.path / PARTITION_METADATA
+        return self._state_file(PARTITION_METADATA)
+
+    def _state_file(self, name: str) -> Path | None:
+        if self.state_files is not None:
+            return self.state_files.get(name)
+        p = self.path / name
         return p if p.is_file() else None
 
     @property
@@ -84,6 +91,7 @@ class PartitionDir:
         listing = listing or Listing()
         parsed = parse_partition_dir_name(path.name)
         part = cls(path, parsed.topic if parsed else None, parsed.partition if parsed else None)
+        part.state_files = {}
         names = listing.names(path)
         if isinstance(names, str):
             raise PathError(f"cannot list {path}: {names}")
@@ -111,6 +119,8 @@ class PartitionDir:
                 part.problems.append(unknown_finding(pr, "partition directory", unknown))
                 continue
             part.recognised = True
+            if kind == NameKind.STATE:
+                part.state_files[name] = p
             why = readable(pr)
             if why is not None:
                 part.problems.append(make_finding("unreadable-file", str(p), f"cannot read {name}: {why}"))
@@ -153,7 +163,14 @@ class PartitionDir:
                     part.orphan_indexes.extend(files[k] for k in _INDEX_KINDS if k in files)
                 continue
             part.segments.append(
-                Segment(base, files["log"], files.get("index"), files.get("timeindex"), files.get("txnindex"))
+                Segment(
+                    base,
+                    files["log"],
+                    files.get("index"),
+                    files.get("timeindex"),
+                    files.get("txnindex"),
+                    probed=True,
+                )
             )
         if misnamed:
             # A misnamed log is still checked, in offset order with the others: never dropped.

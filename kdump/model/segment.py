@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdump.errors import KdumpError
@@ -27,6 +27,8 @@ class Segment:
     timeindex: Path | None = None
     txnindex: Path | None = None
     suffix: str = ""
+    # Its files were found regular by a listing's stat: opened without another look (`open_regular`).
+    probed: bool = field(default=False, compare=False, repr=False)
 
     @property
     def name(self) -> str:

@@ -26,7 +26,6 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kdump.errors import PathError
@@ -46,10 +45,15 @@ def open_regular(path: str | os.PathLike[str], *, probed: bool = False) -> int:
     Raises:
         PathError: the path cannot be opened, or is not a regular file (its message says what it is).
     """
+    return _open_regular(path, probed)[0]
+
+
+def _open_regular(path: str | os.PathLike[str], probed: bool = False) -> tuple[int, os.stat_result]:
+    """`open_regular`, and the descriptor's `fstat` (one per file opened: callers need its size)."""
     try:
         # `probed`: the caller's own stat found a regular file (one look per entry); the open is
         # non-blocking and checked on the descriptor whatever was put there since.
-        kind = None if probed else _kind(Path(path).stat().st_mode)
+        kind = None if probed else _kind(os.stat(path).st_mode)  # noqa: PTH116  (no Path per file)
         if kind is not None:
             raise PathError(f"{path} is a {kind}, not a regular file; it was not read")
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
@@ -73,7 +77,7 @@ def open_regular(path: str | os.PathLike[str], *, probed: bool = False) -> int:
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, st
 
 
 def _kind(mode: int) -> str | None:
@@ -141,7 +145,7 @@ class _Watch:
                 f"{self.path} shrank from {self.size} to {now} bytes while kdump read it: {where}",
             )
         try:
-            st = Path(self.path).stat()
+            st = os.stat(self.path)  # noqa: PTH116  (no Path per file)
             there: tuple[int, int] | None = (st.st_dev, st.st_ino)
         except OSError:
             there = None
@@ -160,6 +164,9 @@ class _Watch:
         return None
 
 
+# The largest file `open_buffer(copy_small=True)` reads instead of mapping.
+SMALL_COPY = 64 << 10
+
 # The files open_buffer has open, by the id of the view it yielded.
 _WATCHED: dict[int, _Watch] = {}
 
@@ -173,13 +180,23 @@ def file_change(buf: object) -> FileChange | None:
 
 @contextmanager
 def open_buffer(
-    path: str | os.PathLike[str], max_bytes: int | None = None, *, span: tuple[int, int] | None = None
+    path: str | os.PathLike[str],
+    max_bytes: int | None = None,
+    *,
+    span: tuple[int, int] | None = None,
+    probed: bool = False,
+    copy_small: bool = False,
 ) -> Iterator[memoryview]:
     """Map `path` read-only and yield a memoryview of it (at most `max_bytes` of its prefix).
 
     A stored location (a URL, a tarball's member) is read into an anonymous mapping of the file's
     size instead (`kdump.store.buffers`): whole, or only the positions [start, end) of `span` when
     the caller reads nothing else (a chunk of batches); a local file is mapped whole either way.
+
+    `probed`: a listing's stat found a regular file there (`open_regular`). `copy_small`: a file of
+    at most `SMALL_COPY` bytes is read into memory instead (an index of a small segment: a mapping
+    costs a map, a page fault and an unmap, several times a read of a few hundred bytes); a cut
+    under the read is still said by `file_change`, as a shrink, with the bytes read kept.
 
     Raises:
         PathError: the file cannot be opened or mapped.
@@ -195,18 +212,21 @@ def open_buffer(
             sb.fill(*span)
             yield sb.view
         return
-    fd = open_regular(path)
+    fd, st = _open_regular(path, probed)
     mm: mmap.mmap | None = None
     view: memoryview | None = None
     slot = -1
     short = -1
     try:
-        st = os.fstat(fd)
         size = st.st_size
         if max_bytes is not None:
             size = min(size, max_bytes)
         if size == 0:
             view = memoryview(b"")
+        elif copy_small and size <= SMALL_COPY:
+            data = _read_upto(fd, size, size)
+            view = memoryview(data)
+            size = len(data)
         elif _guard is None:
             copy, got = _read_copy(fd, size, path)
             short = got if got < size else -1
@@ -268,17 +288,36 @@ def _read_copy(fd: int, size: int, path: str | os.PathLike[str]) -> tuple[bytear
 
 def read_small_file(path: str | os.PathLike[str], limit: int = 64 << 20) -> bytes:
     """Read a small file (checkpoints, snapshots, metadata) whole, refusing absurd sizes."""
-    p = Path(path)
     try:
         if is_stored(path):
             from kdump.store.buffers import read_stored_file
 
             data = read_stored_file(os.fspath(path), limit)
         else:
-            with os.fdopen(open_regular(p), "rb") as fh:
-                data = fh.read(limit + 1)
+            fd, st = _open_regular(path)
+            try:
+                data = _read_upto(fd, st.st_size, limit + 1)
+            finally:
+                os.close(fd)
     except OSError as exc:
         raise PathError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if len(data) > limit:
         raise PathError(f"{path} is larger than {limit} bytes; not a file kdump reads whole")
     return data
+
+
+def _read_upto(fd: int, size: int, most: int) -> bytes:
+    """The file's bytes, at most `most` of them. Asked for by its size (and one byte more, to see
+    its end): a read of `most` bytes at once allocated the whole limit (64 MiB) for every 8-byte
+    checkpoint, 0.2 ms a file."""
+    parts: list[bytes] = []
+    held = 0
+    ask = min(most, size + 1)
+    while held < most:
+        chunk = os.read(fd, min(ask, most - held))
+        if not chunk:
+            break
+        parts.append(chunk)
+        held += len(chunk)
+        ask = max(ask, 1 << 16)  # a file that grew since its size was read
+    return parts[0] if len(parts) == 1 else b"".join(parts)

@@ -32,9 +32,9 @@ from kdump.findings import Finding, Severity, make_finding
 from kdump.formats import checkpoints
 from kdump.formats.remote_names import REQUIRED_REMOTE_KINDS
 from kdump.model.remote_store import RemotePartition, RemoteSegmentFiles, RemoteStore
-from kdump.ops.checks.aborts import check_transactions
 from kdump.ops.checks.segment import SegmentResult
 from kdump.ops.checks.state import check_snapshot
+from kdump.ops.checks.transactions import check_transactions
 from kdump.ops.checks.verify import (
     PartitionReport,
     VerifyOptions,

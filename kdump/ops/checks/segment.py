@@ -85,7 +85,7 @@ def check_segment(
     try:
         # The whole file is mapped and the scan limited: a cut prefix must not look like a torn tail.
         # One forward scan: a stored log is fetched as it goes, in constant memory.
-        with open_scan(segment.log, max_bytes) as (buf, ready):
+        with open_scan(segment.log, max_bytes, probed=segment.probed) as (buf, ready):
             for ev in scan_log(
                 buf,
                 file=log_label,
@@ -266,7 +266,13 @@ def _check_indexes(segment: Segment, batches: _Batches, summary: ScanSummary) ->
     else:
         out.extend(
             _index_findings(
-                segment.index, segment.base_offset, batches, summary.valid_bytes, "index", summary.size
+                segment.index,
+                segment.base_offset,
+                batches,
+                summary.valid_bytes,
+                "index",
+                summary.size,
+                segment.probed,
             )
         )
     if segment.timeindex is None and empty:
@@ -288,17 +294,18 @@ def _check_indexes(segment: Segment, batches: _Batches, summary: ScanSummary) ->
                 summary.valid_bytes,
                 "timeindex",
                 summary.size,
+                segment.probed,
             )
         )
     return out
 
 
 def _index_findings(
-    path: Path, base: int, batches: _Batches, valid_bytes: int, kind: str, log_size: int
+    path: Path, base: int, batches: _Batches, valid_bytes: int, kind: str, log_size: int, probed: bool
 ) -> list[Finding]:
     label = str(path)
     try:
-        with open_buffer(path) as buf:
+        with open_buffer(path, probed=probed, copy_small=True) as buf:
             found = _index_checks(buf, base, batches, valid_bytes, kind, log_size, label)
             change = file_change(buf)
             if change is not None:

@@ -7,6 +7,7 @@ partition over the segments' results. Nothing is written anywhere.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -19,7 +20,6 @@ from kdump.model.entries import BROKER_LEFTOVER_KINDS, file_kind, leftover_findi
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
-from kdump.ops.checks.aborts import check_transactions
 from kdump.ops.checks.continuity import check_offset_holes, check_overlaps, cleanup_policy, salvage_first
 from kdump.ops.checks.epochs import check_leader_epochs
 from kdump.ops.checks.open_txns import check_open_transactions
@@ -28,10 +28,11 @@ from kdump.ops.checks.state import TEXT_KINDS, check_snapshot, check_text_state
 from kdump.ops.checks.strays import find_strays
 from kdump.ops.checks.swaps import losing_swaps
 from kdump.ops.checks.time_index import check_closed_time_indexes
+from kdump.ops.checks.transactions import check_transactions
 from kdump.ops.tiered.partitions import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
 from kdump.store.queries import listing_findings, partition_listing_findings
 
-if TYPE_CHECKING:  # loaded with the first abort marker or .txnindex
+if TYPE_CHECKING:
     from kdump.ops.metadata.stray import ImagesBeside
 
 # Below this much log data a process pool costs more than it saves.
@@ -147,16 +148,48 @@ def verify_targets(
         if damage:
             yield PartitionReport(target.given, "file", damage)
     plans = plan_verify(targets)
-    all_segments = [s for _, units in plans for *_, segs in units for s in segs]
-    results = iter(check_segments(all_segments, options, progress))
+    yield from assemble(plans, _leaf_reports(plans, options, progress), options, tiered)
 
-    images: ImagesBeside = {}  # each log dir's metadata image, replayed once for all its partitions
-    leaves = (
-        unit_report(t, part, [next(results) for _ in segs], images)
-        for _, units in plans
-        for t, part, segs in units
+
+def _leaf_reports(
+    plans: Plan, options: VerifyOptions, progress: Progress | None
+) -> Iterator[PartitionReport]:
+    """Each unit's report, in plan order: whole units dealt to workers when there are many of them
+    (`kdump.ops.checks.units`), else segment by segment (on every core when they are big enough)."""
+    units = [u for _, us in plans for u in us]
+    images: ImagesBeside = {}  # each log dir's metadata image, replayed once (per process) for its partitions
+    jobs = options.jobs or os.cpu_count() or 1
+    if jobs > 1 and len(units) > 1:
+        from kdump.ops.checks import units as dealt
+
+        weights = [_unit_weight(u) for u in units]
+        if dealt.worth_dealing(weights, jobs) and sum(weights) >= PARALLEL_THRESHOLD_BYTES:
+            reports = dealt.reports_on_workers(
+                units, weights, jobs, functools.partial(_report_unit, options, images)
+            )
+            if reports is not None:
+                for report in reports:
+                    if progress is not None:
+                        progress(report.log_bytes)
+                    yield report
+                return
+    results = iter(check_segments([s for *_, segs in units for s in segs], options, progress))
+    for t, part, segs in units:
+        yield unit_report(t, part, [next(results) for _ in segs], images)
+
+
+def _unit_weight(unit: Unit) -> int:
+    from kdump.ops.checks.units import UNIT_COST
+
+    target, part, segs = unit
+    return (part.log_bytes if part is not None else target.log_bytes) + UNIT_COST * (1 + len(segs))
+
+
+def _report_unit(options: VerifyOptions, images: ImagesBeside, unit: Unit) -> PartitionReport:
+    target, part, segs = unit
+    return unit_report(
+        target, part, [_check_one((s, options.deep, options.max_bytes, False, True)) for s in segs], images
     )
-    yield from assemble(plans, leaves, options, tiered)
 
 
 def unit_report(

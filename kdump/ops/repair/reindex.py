@@ -39,8 +39,8 @@ from kdump.formats.txn_index import AbortedTxn, decode_txn_index, encode_txn_ind
 from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
-from kdump.ops.checks.aborts import check_transactions, expected_aborts
 from kdump.ops.checks.segment import SegmentResult
+from kdump.ops.checks.transactions import check_transactions, expected_aborts
 from kdump.ops.checks.verify import Progress, VerifyOptions, check_segments
 from kdump.ops.common.topic_config import IntervalResolver
 from kdump.ops.repair.faults import undone_on_fault

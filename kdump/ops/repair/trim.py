@@ -36,8 +36,8 @@ from kdump.formats.checkpoints import (
 from kdump.model.log_dir import Target
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment
-from kdump.ops.checks.aborts import expected_aborts
 from kdump.ops.checks.segment import check_segment
+from kdump.ops.checks.transactions import expected_aborts
 from kdump.ops.repair.faults import undone_on_fault
 from kdump.ops.repair.preflight import Need, Writable, check_room, same_filesystem
 from kdump.ops.repair.reindex import DEFAULT_INDEX_INTERVAL_BYTES, FileChange, plan_segment, resolve_aborts

@@ -1,5 +1,5 @@
-"""The partition's `.txnindex` files against the ABORT markers its segments hold: what the broker's
-producer-state rebuild would write, shared by verify, reindex and trim-tail."""
+"""The `.txnindex` check: the aborted transactions each segment's index should hold, from the
+transaction markers of the partition's batches (used by verify, reindex, trim-tail and tiered checks)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from kdump.findings import Finding, make_finding
 from kdump.ops.checks.segment import TXN_ABORT, TXN_DATA, SegmentResult
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # loaded with the first abort marker or .txnindex
     from kdump.formats.txn_index import AbortedTxn
 
 
