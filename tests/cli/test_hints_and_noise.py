@@ -1,7 +1,8 @@
 """Hints that run as printed, and output that shows what to act on (issue: the gate as an on-call meets it).
 
 - salvage exits 0 once it wrote what it could (its report carries the loss), so the printed
-  `kdump salvage --out DIR P && kdump trim-tail --apply P` goes on to the trim;
+  `kdump salvage P && kdump trim-tail --apply P` goes on to the trim (salvage's output in a new
+  directory beside the one holding P);
 - salvage's report of its clean partition says what `kdump verify` of it says;
 - a segment copied out of its partition (`copy.log`) is named by its hint, and trim-tail and salvage
   work on it; a file that holds no segment is refused with exit 5, not the lock's 4;
@@ -38,10 +39,11 @@ def test_salvage_exits_0_when_it_wrote_what_it_could_and_the_hint_goes_on(tmp_pa
     part = shutil.copytree(BAD_CRC, tmp_path / "a copy" / "bad-crc-0")
     hints, status = printed_hints(str(part), tmp_path, tmp_path)
     assert status == 1
-    assert hints[0] == f"kdump salvage --out DIR '{part}' && kdump trim-tail --apply '{part}'"
+    assert hints[0] == f"kdump salvage '{part}' && kdump trim-tail --apply '{part}'"
     done = shell(hints[0], tmp_path, tmp_path)
     assert done.returncode == 0, done.stderr
-    report = json.loads((tmp_path / "DIR" / "report.json").read_text())
+    (out,) = (tmp_path / "a copy.kdump-salvage").glob("bad-crc-0-*")
+    report = json.loads((out / "report.json").read_text())
     assert report["lost_offsets"] == [{"first": 2676, "last": 2679}]  # the loss is the report's to say
     assert printed_hints(str(part), tmp_path, tmp_path) == ([], 0)  # and the trim ran
 
