@@ -79,6 +79,7 @@ def test_the_follower_cut_it_prints_runs_as_printed_and_ends_clean(
     message = str(_finding(where, given, tmp_path)["message"])
     cut = re.search(r"kdump trim-tail --to-offset \d+ --apply \S+(?: \S+)*? (?=\(it moves)", message)
     assert cut is not None, message
+    assert f"--to-offset {int(middle)} " in cut.group(0)  # the hole's first offset
     done = shell(cut.group(0).strip(), where, tmp_path)
     assert done.returncode == 0, done.stderr
     assert printed_hints(given, where, tmp_path) == ([], 0)

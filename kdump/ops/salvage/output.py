@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import struct
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
