@@ -127,7 +127,7 @@ def trim_command(
                 click.echo(
                     f"trimmed {result.removed_bytes} bytes from {result.truncated}, moved {len(result.moved)} files, "
                     f"rebuilt {len(result.reindexed)} index files; backup in {result.backup_dir} "
-                    f"(undo: kdump restore {result.backup_dir})"
+                    f"(undo: kdump restore {shlex.quote(str(result.backup_dir))})"
                 )
     clean = sum(1 for p in plans if p.segment is None)
     if fmt == "json":

@@ -190,3 +190,19 @@ def test_a_filtered_dump_summary_counts_what_it_showed(kdump: Kdump) -> None:
 def _files(root: Path) -> dict[str, bytes]:
     """Every file under `root` (partitions included) with its bytes."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_the_undo_a_trim_prints_runs_as_printed_under_a_path_with_a_space(tmp_path: Path) -> None:
+    from corruptions import file_hashes
+
+    log_dir = make_log_dir(tmp_path / "broker copies" / "data", {"torn-tail-0": TORN})
+    part = log_dir / "torn-tail-0"
+    before = file_hashes(part)
+    done = shell(f"kdump trim-tail --apply '{part}'", part, tmp_path)
+    assert done.returncode == 0, done.stderr
+    undo = re.search(r"\(undo: (kdump restore .*)\)$", done.stdout.strip())
+    assert undo is not None, done.stdout
+    assert file_hashes(part) != before
+    undone = shell(undo.group(1), part, tmp_path)
+    assert undone.returncode == 0, undone.stderr
+    assert file_hashes(part) == before
