@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import itertools
-import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import lru_cache
@@ -188,6 +187,8 @@ def missing_segment_text(before: Path, after: Path, first: int, last: int) -> st
     segment (`LocalLog.read`, `higherSegment`): consumers and followers go on at `last + 1`, the
     records lost without an error. No file repair brings the bytes back: they are on another
     replica, or gone."""
+    import shlex  # only where a segment is gone (tests/test_import_cost.py)
+
     where = shlex.quote(str(after.parent))  # the partition as the user gave it
     missing = f"{first:020d}"
     return (
