@@ -2,8 +2,8 @@
 
 `sh -c HINT` with this checkout's kdump first on the PATH (a shim running this interpreter's
 `python -m kdump`), in a working directory of the test's choosing: the paths in the hint are the
-ones the user gave, relative ones included, and `DIR` (salvage's output, to be chosen) is created
-there.
+ones the user gave, relative ones included (salvage's output goes to its own new directory beside
+the log dir).
 """
 
 from __future__ import annotations

@@ -173,7 +173,9 @@ _RECORDS_AS_WRITTEN = (
 _PERSON = "an entry of the file system, not bytes of the log: a person decides what it should be"
 _REMOTE = "remote storage: kdump repairs local files only"
 NO_REPAIR = {
-    "offset-hole": "the missing records are gone: a trim to the hole would take the valid data after it",
+    "offset-hole": "the missing records are gone from this copy (a segment gone from between two others: on "
+    "another replica or nowhere, and the finding names the files to copy back and a follower's cut); a trim "
+    "to the hole would take the valid data after it on the leader",
     "offset-below-base": "the segment's name and its batches disagree: which is right is a person's call",
     "offset-overflow": "the segment's name and its batches disagree: which is right is a person's call",
     "unknown-codec": _RECORDS_AS_WRITTEN,

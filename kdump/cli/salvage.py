@@ -32,11 +32,12 @@ from kdump.render.rows import ENCODINGS
 @click.option(
     "--out",
     "out",
-    required=True,
+    default=None,
     metavar="DIR",
     type=click.Path(path_type=Path),
     help="The directory to write into: created, or an empty one. Refused when it is not empty, is a "
-    "link, or lies inside a Kafka log dir or the partition.",
+    "link, or lies inside a Kafka log dir or the partition. Default: a new "
+    "<log dir>.kdump-salvage/<partition>-<UTC time> beside the log dir holding the partition.",
 )
 @click.option(
     "--encoding",
@@ -51,7 +52,7 @@ from kdump.render.rows import ENCODINGS
 @format_option
 def salvage_command(
     partition_dir: str,
-    out: Path,
+    out: Path | None,
     encoding: str,
     no_parquet: bool,
     index_interval_bytes: int | None,
@@ -81,15 +82,17 @@ def salvage_command(
     anything), 1 the salvage is incomplete: the clean partition does not verify or records of a
     kept batch do not decode, 2 usage, 3 cannot read or write, or records could not be decompressed
     (codec-unavailable), 4 refused (--out), 5 no room or not writable for the output
-    (nothing written). So `kdump salvage --out DIR P && kdump trim-tail
-    --apply P` trims only once the salvage is written.
+    (nothing written). So `kdump salvage P && kdump trim-tail --apply P`
+    trims only once the salvage is written. Without --out, the output goes to a new directory
+    beside the log dir: the command runs the same from any working directory.
 
     \b
     Examples:
       kdump salvage /var/lib/kafka/data/orders-0 --out /srv/salvage/orders-0
       kdump salvage --format json orders-0 --out /tmp/s | jq .lost_offsets
+      kdump salvage /var/lib/kafka/data/orders-0   # into /var/lib/kafka/data.kdump-salvage/
     """
-    from kdump.ops.salvage.output import salvage
+    from kdump.ops.salvage.output import default_out_dir, salvage
     from kdump.render.salvage import batch_lines, record_lines, text_report
 
     fmt = resolve_format(fmt)
@@ -116,6 +119,8 @@ def salvage_command(
     unread = say_problems([f for f in (*target.problems, *part.problems) if could_not_read(f)])
     resolver = IntervalResolver(index_interval_bytes, metadata_log, DEFAULT_INDEX_INTERVAL_BYTES)
     interval, source = resolver.for_partition(part.path, target.log_dir_path)
+    if out is None:
+        out = default_out_dir(part.path, target.log_dir_path)
     with ExitStack() as stack:
         result = salvage(
             part,

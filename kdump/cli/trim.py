@@ -55,7 +55,7 @@ def trim_command(
     normally the last, and the segments after it go, as the broker's recovery deletes them). A dry
     run by default: it shows the cut position, the bytes, batches, offsets and timestamps that would
     go, the later segments and files moved out, the bytes backed up, the new log end offset, and how
-    many valid batches lie past the cut (get them back with `kdump salvage --out DIR PATH` first).
+    many valid batches lie past the cut (get them back with `kdump salvage PATH` first).
     --apply keeps every removed byte in the backup dir, truncates, fsyncs and rebuilds the segment's
     indexes; `kdump restore` undoes it. The plan also says which consumer groups' commits the cut puts
     out of range or invalidates, and where they resume (committed offsets from --commits or the log dir).
@@ -127,7 +127,7 @@ def trim_command(
                 click.echo(
                     f"trimmed {result.removed_bytes} bytes from {result.truncated}, moved {len(result.moved)} files, "
                     f"rebuilt {len(result.reindexed)} index files; backup in {result.backup_dir} "
-                    f"(undo: kdump restore {result.backup_dir})"
+                    f"(undo: kdump restore {shlex.quote(str(result.backup_dir))})"
                 )
     clean = sum(1 for p in plans if p.segment is None)
     if fmt == "json":
@@ -177,7 +177,7 @@ def _describe(p: TrimPlan) -> str:
             "which no broker produces (verify reports it as offset-hole)"
         )
     if p.salvage_first:
-        text += f"\n  valid data lies past the cut: first run  kdump salvage --out DIR {shlex.quote(p.label)}"
+        text += f"\n  valid data lies past the cut: first run  kdump salvage {shlex.quote(p.label)}"
     return text
 
 

@@ -7,6 +7,7 @@ load as named, is a finding in `problems`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,8 +76,12 @@ class PartitionDir:
 
     @property
     def name(self) -> str:
-        """The directory's name."""
-        return self.path.name
+        """The directory's name (also when given as `.` or `..`, from inside it: salvage names its
+        clean copy by it)."""
+        name = self.path.name
+        if name in ("", ".", ".."):
+            name = Path(os.path.abspath(self.path)).name  # noqa: PTH100  (no link resolved: as given)
+        return name
 
     @classmethod
     def load(

@@ -98,7 +98,8 @@ def forecast_lines(fc: Forecast, groups: Sequence[str] = ()) -> Iterator[str]:
         yield "  first: keep what recovery would cut, before the broker starts:"
         for p in first:
             path = shlex.quote(str(p.log_dir.rstrip("/") + "/" + p.dir))
-            yield f"    kdump salvage --out {shlex.quote('salvaged/' + p.dir)} {path}"
+            # No --out: salvage's own new directory beside the log dir, whatever the cwd.
+            yield f"    kdump salvage {path}"
     elif lost:
         yield "  first: copy the directories named above before starting the broker"
 

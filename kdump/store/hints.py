@@ -29,8 +29,10 @@ def repair_command(finding: Finding) -> str | None:
         where = shlex.quote(str(finding.details.get("repair_path") or Path(finding.file).parent))
     command = template.replace("PARTITION", where)
     if finding.details.get("salvage_first"):
-        # Valid data lies past the cut the trim makes: get it out first.
-        command = f"kdump salvage --out DIR {where} && {command}"
+        # Valid data lies past the cut the trim makes: get it out first, into salvage's own new
+        # directory beside the log dir (no --out: a literal one would be refused, or taken, from
+        # inside the log dir or the partition, and a second run would find it full).
+        command = f"kdump salvage {where} && {command}"
     if finding.offset is not None:
         command = command.replace("OFFSET", str(finding.offset))
     return command

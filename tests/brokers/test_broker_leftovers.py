@@ -195,3 +195,38 @@ def test_a_half_swap_loses_offsets_until_quarantined(origin: Origin, tmp_path: P
     assert _findings(kdump, log_dir) == []
     with broker_on_copy(origin, log_dir) as cluster:
         assert _every_offset(cluster) == tuple(range(RECORDS))
+
+
+def test_a_segment_gone_from_the_middle_is_served_around_silently(
+    origin: Origin, tmp_path: Path, kdump: Kdump
+) -> None:
+    """The broker checks no continuity between segments: it starts, ListOffsets is unchanged, a fetch
+    in the hole returns the next segment's batches, and consumers skip the offsets. verify says so
+    (an error: the topic is not compacted, by the metadata log beside it), with the files gone and
+    no file repair; the follower's cut its text names runs as printed and leaves a log the broker
+    serves up to the hole."""
+    import re
+
+    log_dir, part = _copy(origin, tmp_path, "missing")
+    logs = sorted(part.glob("*.log"))
+    gone, after = int(logs[1].stem), int(logs[2].stem)
+    for ext in (".log", ".index", ".timeindex"):
+        logs[1].with_suffix(ext).unlink()
+    found = _findings(kdump, log_dir)
+    assert [(f["code"], f["severity"], f["offset"]) for f in found] == [("offset-hole", "error", gone)]
+    message = str(found[0]["message"])
+    assert f"{logs[1].name} (and its .index and .timeindex) is gone" in message
+    assert f"a fetch at {gone}..{after - 1} returns the batches from {after} on" in message
+    assert not found[0].get("repair")
+    shutil.copytree(log_dir.parent, tmp_path / "missing-broker")
+    with broker_on_copy(origin, tmp_path / "missing-broker" / "data") as cluster:
+        seen = served(cluster.bootstrap, [TOPIC])[TOPIC]
+        assert (seen.log_start_offset, seen.log_end_offset) == (0, RECORDS)
+        assert seen.offsets == tuple(range(gone)) + tuple(range(after, RECORDS))
+        assert _first_fetched(cluster.bootstrap, gone + 3) == after
+    cut = re.search(r"kdump trim-tail --to-offset \d+ --apply \S+", message)
+    assert cut is not None, message
+    _run_hint(cut.group(0))
+    assert _findings(kdump, log_dir) == []
+    with broker_on_copy(origin, log_dir) as cluster:
+        assert _every_offset(cluster) == tuple(range(gone))

@@ -54,7 +54,8 @@ def test_exit_codes_follow_the_verdict(log_dir: Path) -> None:
     os.truncate(seg, seg.stat().st_size - 10)
     res = _kdump("forecast", str(log_dir))
     assert res.returncode == ExitCode.FORECAST_LOSES, res.stdout
-    assert "kdump salvage --out salvaged/c-none-0" in res.stdout
+    assert "kdump salvage " in res.stdout
+    assert "c-none-0" in res.stdout
     (log_dir / "meta.properties").write_text("version=1\nnode.id=1\n")
     other = log_dir.parent / "data2"
     other.mkdir()

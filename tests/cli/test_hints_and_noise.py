@@ -1,7 +1,8 @@
 """Hints that run as printed, and output that shows what to act on (issue: the gate as an on-call meets it).
 
 - salvage exits 0 once it wrote what it could (its report carries the loss), so the printed
-  `kdump salvage --out DIR P && kdump trim-tail --apply P` goes on to the trim;
+  `kdump salvage P && kdump trim-tail --apply P` goes on to the trim (salvage's output in a new
+  directory beside the one holding P);
 - salvage's report of its clean partition says what `kdump verify` of it says;
 - a segment copied out of its partition (`copy.log`) is named by its hint, and trim-tail and salvage
   work on it; a file that holds no segment is refused with exit 5, not the lock's 4;
@@ -38,10 +39,11 @@ def test_salvage_exits_0_when_it_wrote_what_it_could_and_the_hint_goes_on(tmp_pa
     part = shutil.copytree(BAD_CRC, tmp_path / "a copy" / "bad-crc-0")
     hints, status = printed_hints(str(part), tmp_path, tmp_path)
     assert status == 1
-    assert hints[0] == f"kdump salvage --out DIR '{part}' && kdump trim-tail --apply '{part}'"
+    assert hints[0] == f"kdump salvage '{part}' && kdump trim-tail --apply '{part}'"
     done = shell(hints[0], tmp_path, tmp_path)
     assert done.returncode == 0, done.stderr
-    report = json.loads((tmp_path / "DIR" / "report.json").read_text())
+    (out,) = (tmp_path / "a copy.kdump-salvage").glob("bad-crc-0-*")
+    report = json.loads((out / "report.json").read_text())
     assert report["lost_offsets"] == [{"first": 2676, "last": 2679}]  # the loss is the report's to say
     assert printed_hints(str(part), tmp_path, tmp_path) == ([], 0)  # and the trim ran
 
@@ -188,3 +190,19 @@ def test_a_filtered_dump_summary_counts_what_it_showed(kdump: Kdump) -> None:
 def _files(root: Path) -> dict[str, bytes]:
     """Every file under `root` (partitions included) with its bytes."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_the_undo_a_trim_prints_runs_as_printed_under_a_path_with_a_space(tmp_path: Path) -> None:
+    from corruptions import file_hashes
+
+    log_dir = make_log_dir(tmp_path / "broker copies" / "data", {"torn-tail-0": TORN})
+    part = log_dir / "torn-tail-0"
+    before = file_hashes(part)
+    done = shell(f"kdump trim-tail --apply '{part}'", part, tmp_path)
+    assert done.returncode == 0, done.stderr
+    undo = re.search(r"\(undo: (kdump restore .*)\)$", done.stdout.strip())
+    assert undo is not None, done.stdout
+    assert file_hashes(part) != before
+    undone = shell(undo.group(1), part, tmp_path)
+    assert undone.returncode == 0, undone.stderr
+    assert file_hashes(part) == before

@@ -166,7 +166,7 @@ def test_json_findings_then_summaries(kdump: Kdump, damaged: Path, warned: Path,
     assert crc[0]["offset"] == 20
     assert crc[0]["severity"] == "error"
     # Batches after the damaged one are valid: the hint gets them out before the trim.
-    assert crc[0]["repair"] == f"kdump salvage --out DIR {damaged} && kdump trim-tail --apply {damaged}"
+    assert crc[0]["repair"] == f"kdump salvage {damaged} && kdump trim-tail --apply {damaged}"
     assert crc[0]["file"] == str(damaged / f"{SEG0}.log")
     assert [(r["code"], r["severity"], r["position"], r["offset"]) for r in by_partition[str(warned)]] == [
         ("index-missing", "warning", None, None)

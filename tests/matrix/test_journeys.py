@@ -7,7 +7,7 @@ middle of the log: the broker's recovery truncates there and deletes the later s
 one (a torn or corrupt tail), and the journey is:
 
 1. `kdump verify` finds it and prints a repair hint per finding;
-2. every hint is run as printed (`kdump salvage --out DIR P && kdump trim-tail --apply P`, or
+2. every hint is run as printed (`kdump salvage P && kdump trim-tail --apply P`, or
    `kdump trim-tail [--to-offset N] --apply P`), after a dry run of the trim gave its plan;
 3. `kdump verify --fail-on info` finds nothing but a `transaction-open` info where the cut took a marker;
 4. nothing is lost that the plan did not list: every byte of every original log file is either still
@@ -152,7 +152,7 @@ def _run_hint(kdump: Kdump, hint: str, tmp_path: Path, step: int) -> dict[str, A
         assert argv[0] == "kdump", hint
         if argv[1] == "salvage":
             out = tmp_path / f"salvage-{step}"
-            argv = [str(out) if a == "DIR" else a for a in argv]
+            argv = [*argv[:2], "--out", str(out), *argv[2:]]  # where this test reads it from
             result = kdump(*argv[1:])
             assert result.exit_code in (0, 1), result.output
             done["salvage"] = out

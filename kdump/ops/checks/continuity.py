@@ -54,22 +54,26 @@ def check_overlaps(results: Sequence[SegmentResult]) -> Iterator[Finding]:
             )
 
 
-def _holes(results: Sequence[SegmentResult]) -> list[tuple[str, int, int]]:
-    """(file, first missing offset, how many) for every hole between valid batches."""
-    holes: list[tuple[str, int, int]] = []
+def _holes(results: Sequence[SegmentResult]) -> list[tuple[str, int, int, Path | None]]:
+    """(file, first missing offset, how many, the segment before it when no segment holds the
+    missing offsets at all: a segment gone from between two others) for every hole between valid
+    batches."""
+    holes: list[tuple[str, int, int, Path | None]] = []
     expected: int | None = None  # the offset after the last batch of a wholly valid segment
+    before: Path | None = None
     for r in results:
         s = r.summary
         if s is None or s.partial:
             return holes  # not read to its end: what follows cannot be judged
         file = str(r.segment.log)
         if expected is not None and r.segment.base_offset > expected:
-            holes.append((file, expected, r.segment.base_offset - expected))
+            holes.append((file, expected, r.segment.base_offset - expected, before))
         for f in r.findings:
             if f.code == "offset-gap" and f.offset is not None:
-                holes.append((file, f.offset, int(f.details.get("gap", 1))))
+                holes.append((file, f.offset, int(f.details.get("gap", 1)), None))
             elif f.code == "segment-base-mismatch" and f.offset is not None and expected is not None:
-                holes.append((file, r.segment.base_offset, f.offset - r.segment.base_offset))
+                holes.append((file, r.segment.base_offset, f.offset - r.segment.base_offset, None))
+        before = r.segment.log
         if s.valid_bytes < s.size:
             expected = None  # damage: its own findings say what is wrong; judge again from the next
         elif s.last_offset is not None:
@@ -154,12 +158,16 @@ def check_offset_holes(part: PartitionDir, results: Sequence[SegmentResult]) -> 
     policy, source = cleanup_policy(part, results)
     if policy == "compact":
         return
-    for file, first, count in holes:
+    for file, first, count, before in holes:
         last = first + count - 1
         if policy == "delete":
             text = f"offsets {first}..{last} are missing, and the topic is not compacted ({source}): no broker leaves a hole there"
         else:
             text = f"offsets {first}..{last} are missing: a hole unless the topic is compacted ({source})"
+        if before is not None:
+            if policy != "delete":
+                text += "; if it is not compacted"
+            text += missing_segment_text(before, Path(file), first, last)
         yield make_finding(
             "offset-hole",
             file,
@@ -169,6 +177,30 @@ def check_offset_holes(part: PartitionDir, results: Sequence[SegmentResult]) -> 
             gap=count,
             cleanup_policy=policy,
         )
+
+
+def missing_segment_text(before: Path, after: Path, first: int, last: int) -> str:
+    """What to do about a segment gone from between two others (deleted, or not copied): the
+    broker does not notice. `LogLoader` loads each segment on its own and checks no continuity; a
+    fetch at an offset in the hole finds the segment before it (`floorSegment`), whose
+    `LogSegment.read` has no batch at or above the offset (null), and reads on from the next
+    segment (`LocalLog.read`, `higherSegment`): consumers and followers go on at `last + 1`, the
+    records lost without an error. No file repair brings the bytes back: they are on another
+    replica, or gone."""
+    import shlex  # only where a segment is gone (tests/test_import_cost.py)
+
+    where = shlex.quote(str(after.parent))  # the partition as the user gave it
+    missing = f"{first:020d}"
+    return (
+        f"; no segment holds them: {missing}.log (and its .index and .timeindex) is gone from between "
+        f"{before.name} and {after.name}. The broker starts and serves the partition as it is: a fetch "
+        f"at {first}..{last} returns the batches from {last + 1} on, so consumers skip those records "
+        f"silently. With the broker stopped, copy {missing}.log, {missing}.index and {missing}.timeindex "
+        f"from another replica's copy of this partition (check first that it holds those offsets: "
+        f"kdump compare {where} OTHER_REPLICA); or, on a follower, make the broker fetch "
+        f"{first} on again from the leader: kdump trim-tail --to-offset {first} --apply {where} (it "
+        f"moves the later segments to its backup); on the only replica left, the records are lost"
+    )
 
 
 def salvage_first(findings: list[Finding], results: Sequence[SegmentResult]) -> list[Finding]:

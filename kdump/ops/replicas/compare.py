@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -370,7 +371,7 @@ def truncate_follower(leader: Replica, follower: Replica, new_epoch: int | None 
         first,
         last,
         tuple(sorted({follower.epochs[i] for i in removed})),
-        f"kdump dump --records --from-offset {first} --to-offset {last} {follower.label}",
+        f"kdump dump --records --from-offset {first} --to-offset {last} {shlex.quote(follower.label)}",
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,23 @@ def _holds_broker_partitions(path: Path) -> bool:
         parse_partition_dir_name(n) is not None and (path / n).is_dir() and looks_like_partition_dir(path / n)
         for n in names
     )
+
+
+def default_out_dir(partition: Path, log_dir: Path | None, now: float | None = None) -> Path:
+    """A new salvage directory when --out is not given: `<log dir>.kdump-salvage/<partition>-<UTC
+    stamp>` beside the log dir holding the partition (or beside the directory holding it), as
+    repairs put their backups. Outside every log dir whatever the working directory, so a printed
+    `kdump salvage P && kdump trim-tail --apply P` runs as printed from the log dir or the partition
+    itself, and a second salvage of the same partition gets a directory of its own."""
+    anchor = (log_dir if log_dir is not None else partition.resolve().parent).resolve()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+    base = anchor.parent / f"{anchor.name or 'root'}.kdump-salvage"
+    name = f"{partition.resolve().name}-{stamp}"
+    candidate, n = base / name, 1
+    while candidate.exists():
+        n += 1
+        candidate = base / f"{name}-{n}"
+    return candidate
 
 
 @dataclass(frozen=True, slots=True)
