@@ -6,7 +6,8 @@
 - `.deleted` (segments, producer and KRaft snapshots), `.cleaned` and `.checkpoint.part` leftovers are
   deleted by the broker at its next start with no data effect (`LogLoader`, `KafkaMetadataLog`): info.
 - An empty active segment without its indexes (a running 2.x broker creates the `.index` lazily) is
-  recovered at start into empty indexes: nothing to report.
+  recovered at start into empty indexes: nothing to report. So is a small active segment's missing `.index`
+  (Kafka creates it on the first index entry or read) unless the broker stopped cleanly, which flushes it.
 - A partition with no batch whose leader-epoch-checkpoint vouches for offsets past its log start
   (`__cluster_metadata-0` without its segments) loads empty: `log-missing`, an error.
 - Offset index entries out of order but each at its batch: the broker's lookup lands at or below the
@@ -175,3 +176,23 @@ def test_a_corrupt_epoch_checkpoint_names_reindex_which_rebuilds_it(tmp_path: Pa
         apply_reindex(plan)
     assert (part / "leader-epoch-checkpoint").read_bytes() == good
     assert _serious(part) == []
+
+
+def test_a_small_active_segment_without_its_offset_index_is_legal_until_a_clean_stop(tmp_path: Path) -> None:
+    log_dir = tmp_path / "data"
+    log_dir.mkdir()
+    part = log_dir / "t-0"
+    build_partition(part, segments=2, value_size=40)
+    last = max(part.glob("*.log"), key=lambda p: int(p.stem))
+    assert 0 < last.stat().st_size <= 4096, "the builder's segments are smaller than the index interval"
+    # A running (or killed) broker's follower: LazyIndex has not created the active segment's .index.
+    last.with_suffix(".index").unlink()
+    assert _serious(log_dir) == []
+    # After a clean stop the broker has flushed (so created) every index: missing is missing.
+    (log_dir / ".kafka_cleanshutdown").write_bytes(b"")
+    assert ("index-missing", last.with_suffix(".index").name) in _serious(log_dir)
+    (log_dir / ".kafka_cleanshutdown").unlink()
+    # Not the active segment: a closed segment always has its index.
+    first = min(part.glob("*.log"), key=lambda p: int(p.stem))
+    first.with_suffix(".index").unlink()
+    assert _serious(log_dir) == [("index-missing", first.with_suffix(".index").name)]
