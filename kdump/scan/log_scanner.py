@@ -45,7 +45,6 @@ from kdump.scan.batch_checks import (
 )
 from kdump.scan.events import Event, ScanMode, ScanSummary, StopReason
 from kdump.scan.pages import EVICT_EVERY, READY_AHEAD, READY_FIRST, Buffer, all_zero, page_evicter
-from kdump.scan.prefault import page_populater
 from kdump.scan.resync import find_next_entry, min_length
 from kdump.scan.runs import check_run_records
 
@@ -148,7 +147,6 @@ def scan_log(
     prev_epoch = -1
     stop = StopReason.END
     evict = page_evicter(buf)
-    populate = page_populater(buf) if evict is not None else None
     next_evict = start + EVICT_EVERY
 
     def tally(f: Finding) -> Finding:
@@ -167,8 +165,6 @@ def scan_log(
                 limit = min(end, pos + ready_ahead)
                 ready_ahead = min(ready_ahead * 2, READY_AHEAD)
                 ready(limit)
-            if populate is not None:
-                populate(pos, min(limit, pos + EVICT_EVERY))
             walked = walk(buf, pos, end, limit, pos + EVICT_EVERY, prev_last, prev_epoch, base_offset)
             if walked is not None:
                 run, (prev_last, prev_epoch) = walked
