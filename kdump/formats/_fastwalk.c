@@ -30,7 +30,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
-#include <pthread.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -253,57 +252,6 @@ enum {
     N_COLUMNS
 };
 
-/* ---- the checksums of a run, over two threads where it is large -------------------------------- */
-
-/* A run of at least this many bytes has its checksums split over two threads (the machine's second
- * core: `cat` of a segment uses one); below it, starting a thread costs more than it saves. */
-#define SPLIT_BYTES (512 << 10)
-
-typedef struct {
-    const uint8_t *buf;
-    const int64_t *rows;
-    Py_ssize_t from, to; /* rows [from, to) */
-    Py_ssize_t first_bad; /* the first row whose checksum does not match, or `to` */
-} CrcJob;
-
-static void crc_job(CrcJob *job) {
-    job->first_bad = job->to;
-    for (Py_ssize_t i = job->from; i < job->to; i++) {
-        const int64_t *r = job->rows + i * N_COLUMNS;
-        if (crc32c(0, job->buf + r[C_POSITION] + 21, (size_t)(r[C_SIZE] - 21)) != (uint32_t)r[C_CRC]) {
-            job->first_bad = i;
-            return;
-        }
-    }
-}
-
-static void *crc_thread(void *arg) {
-    crc_job(arg);
-    return NULL;
-}
-
-/* How many of the run's first `n` rows (spanning `bytes`) have a matching checksum, counted from the
- * first: the run is cut at the first mismatch, whichever thread found it. */
-static Py_ssize_t crc_rows(const uint8_t *buf, const int64_t *rows, Py_ssize_t n, Py_ssize_t bytes) {
-    Py_ssize_t half = n;
-    if (n >= 2 && bytes >= SPLIT_BYTES) {
-        /* The first row at or past half the bytes starts the second thread's share. */
-        Py_ssize_t mid = rows[C_POSITION] + bytes / 2;
-        half = 1;
-        while (half < n - 1 && rows[half * N_COLUMNS + C_POSITION] < mid) half++;
-    }
-    CrcJob first = {buf, rows, 0, half, half}, second = {buf, rows, half, n, n};
-    pthread_t tid;
-    int threaded = half < n && pthread_create(&tid, NULL, crc_thread, &second) == 0;
-    crc_job(&first);
-    if (threaded)
-        pthread_join(tid, NULL);
-    else if (half < n && first.first_bad == half)
-        crc_job(&second);
-    if (first.first_bad < half) return first.first_bad;
-    return half < n ? second.first_bad : n;
-}
-
 static PyObject *walk_v2(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
@@ -327,15 +275,10 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     crc_init();
     const uint8_t *buf = view.buf;
 
-    /* First pass: the framing and the offset checks, each batch's fields into a growing buffer. The
-     * checksums are the second pass (over two threads where the run is large enough), and the run
-     * ends at its first batch whose checksum does not match: what a walk checking each batch in turn
-     * would have returned. */
+    /* First pass: how many batches the run holds, with their fields into a growing buffer. */
     Py_ssize_t cap = 0, n = 0;
     int64_t *rows = NULL; /* row-major while walking; transposed once at the end */
     long long records = 0, max_ts = INT64_MIN, off_max = 0, attrs_or = 0;
-    const Py_ssize_t start = pos;
-    const long long start_last = prev_last, start_epoch = prev_epoch;
     Py_BEGIN_ALLOW_THREADS;
     while (n < max_batches && pos < soft_stop) {
         Py_ssize_t remaining = end - pos;
@@ -351,6 +294,7 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         if (pos + size > limit) break; /* not in the bytes the caller has made ready */
         int64_t base = be64(e);
         int32_t epoch = be32(e + 12);
+        uint32_t crc = (uint32_t)be32(e + 17);
         int16_t attributes = be16(e + 21);
         int32_t delta = be32(e + 23);
         int32_t count = be32(e + 57);
@@ -364,6 +308,7 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         if (count < 0 || (int64_t)count > (int64_t)delta + 1) break;
         if (epoch < prev_epoch) break;
         if ((attributes & 0x07) > 4) break;
+        if (crc32c(0, e + 21, (size_t)(size - 21)) != crc) break;
         if (n == cap) {
             Py_ssize_t ncap = cap ? cap * 2 : 256;
             int64_t *nr = PyMem_RawRealloc(rows, (size_t)ncap * N_COLUMNS * sizeof(int64_t));
@@ -377,7 +322,7 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         r[C_LAST_OFFSET] = last;
         r[C_COUNT] = count;
         r[C_SIZE] = size;
-        r[C_CRC] = (uint32_t)be32(e + 17);
+        r[C_CRC] = crc;
         r[C_ATTRIBUTES] = attributes;
         r[C_BASE_TIMESTAMP] = be64(e + 27);
         r[C_MAX_TIMESTAMP] = be64(e + 35);
@@ -385,28 +330,16 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         r[C_PRODUCER_EPOCH] = be16(e + 51);
         r[C_BASE_SEQUENCE] = be32(e + 53);
         r[C_LEADER_EPOCH] = epoch;
+        if (r[C_MAX_TIMESTAMP] > max_ts) {
+            max_ts = r[C_MAX_TIMESTAMP];
+            off_max = last;
+        }
+        records += count;
+        attrs_or |= attributes;
         prev_last = last;
         if (epoch >= 0 && epoch > prev_epoch) prev_epoch = epoch;
         pos += size;
         n++;
-    }
-    /* Second pass: the checksums; n becomes the number of batches before the first mismatch. */
-    n = crc_rows(buf, rows, n, pos - start);
-    /* Third pass: what the run says, over the batches it keeps. */
-    pos = start;
-    prev_last = start_last;
-    prev_epoch = start_epoch;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const int64_t *r = rows + i * N_COLUMNS;
-        if (r[C_MAX_TIMESTAMP] > max_ts) {
-            max_ts = r[C_MAX_TIMESTAMP];
-            off_max = r[C_LAST_OFFSET];
-        }
-        records += r[C_COUNT];
-        attrs_or |= r[C_ATTRIBUTES];
-        prev_last = r[C_LAST_OFFSET];
-        if (r[C_LEADER_EPOCH] >= 0 && r[C_LEADER_EPOCH] > prev_epoch) prev_epoch = r[C_LEADER_EPOCH];
-        pos += r[C_SIZE];
     }
     Py_END_ALLOW_THREADS;
     PyBuffer_Release(&view);

@@ -14,8 +14,8 @@ change such as `git archive HEAD~1 kdump | tar -x -C OLD` with its compiled modu
 runs each pair with that code too, in turn first, and A's time now against before is printed). A
 side that fails stops the run:
 
-- shallow: `kdump verify PART` against `cat SEGMENT` (target <= 2; with --full-size <= 1.5, issue 33:
-  the walk checksums a large run over two threads, so A's CPU time is above its wall time);
+- shallow: `kdump verify PART` against `cat SEGMENT` (target <= 2; with --full-size <= 1.5, issue 33;
+  CPU time is printed too: on a shared machine it separates a side's work from waiting for a core);
 - deep: `kdump verify --deep PART` against the aiokafka + json peer's dump (tests/bench/
   peer_aiokafka.py; target <= 0.15);
 - salvage: `kdump salvage --out TMP PART` of the undamaged segment against `kdump dump --records
