@@ -295,3 +295,35 @@ def _say_how_much_was_compared() -> Iterator[None]:
     print(
         f"\ncompiled walk against the reference: {COMPARED['scans']} scans, {COMPARED['events']} events compared"
     )
+
+
+@pytest.mark.parametrize("bad", [None, 1, 5, 20, 38, 39])
+def test_a_large_run_ends_at_its_first_checksum_mismatch(bad: int | None) -> None:
+    """A run of over 1 MiB with damaged batches (early, in the middle, last; one or two): the run ends
+    right before the first one, whichever it is, and the scan's events are the reference's. (Kept from
+    a trial that checksummed such runs over two threads after the framing pass.)"""
+    seg = SegmentBuilder(base_offset=0)
+    for _ in range(40):
+        seg.add_v2(records(8, value_size=4000), codec=Codec.NONE)
+    data = bytearray(seg.data)
+    positions = [p for p, _size, _last, _ts in seg.spans]
+    assert 1 << 20 <= len(data) < 4 << 20  # one run: the walk hands back every 4 MiB
+    if bad is not None:
+        data[positions[bad] + 100] ^= 0xFF  # a record byte: framing intact, checksum wrong
+        if bad != 20:
+            data[positions[20] + 100] ^= 0xFF  # and a later (or earlier) one: the first wins
+    first_bad = min(b for b in (bad, 20 if bad is not None else None, 40) if b is not None)
+    walked = fast_walk.walk(memoryview(data), positions[1], len(data), len(data), len(data), 7, -1, 0)
+    if fast_walk.compiled is None:
+        assert walked is None
+    else:
+        expected = first_bad - 1
+        if expected == 0:
+            assert walked is None
+        else:
+            assert walked is not None
+            run, state = walked
+            assert run.n == expected
+            assert run.end == (positions[first_bad] if first_bad < 40 else len(data))
+            assert state.prev_last == run.last_offset
+    assert_same(bytes(data), file="f", base_offset=0)
