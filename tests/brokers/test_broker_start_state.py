@@ -72,7 +72,9 @@ def test_a_metadata_log_without_its_segments_is_log_missing_and_the_node_cannot_
     makes it) then cannot start at all."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    cluster = KafkaCluster(kafka_newest, tmp_path / "cluster")
+    # The broker gives up registering after this long (60 s by default): the last start is that wait.
+    quick = {"initial.broker.registration.timeout.ms": 15000}
+    cluster = KafkaCluster(kafka_newest, tmp_path / "cluster", config=quick)
     cluster.format()
     with cluster:
         try:

@@ -131,7 +131,9 @@ def _console_commit(release: Release, bootstrap: str, group: str, records: int) 
     assert consumed.returncode == 0, consumed.stderr[-2000:]
 
 
-@pytest.mark.parametrize("version", ["4.4.0", "3.9.1"])
+# 4.4 only: each release costs some 100 s of CI, and 3.9's side of the same join (a group committed past a
+# cut, resumed with earliest and latest) is held by tests/brokers/test_forecast_transactions.py.
+@pytest.mark.parametrize("version", ["4.4.0"])
 def test_trim_tail_impact_is_what_the_broker_and_consumer_do(tmp_path: Path, version: str) -> None:
     release = require_release(version)
     pytest.importorskip("kafka", reason="kafka-python (the dev extra) produces and commits")
