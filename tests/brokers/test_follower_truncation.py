@@ -43,14 +43,10 @@ LIVE_CODES = frozenset(
         "incomplete-check",
     }
 )
-# The follower's truncation cuts its active segment (offset 3000 is in the first one), and in that
-# window verify has reported index-entry-beyond-log on that segment's index (1 run in 3): most
-# likely the stale entries the broker leaves past the new entry count of the preallocated index
-# until appends overwrite them, which a killed broker would rebuild (its recovery point is moved
-# back to the cut) and a stopped one trims: a false alarm on a live follower's disk, reported with
-# this test and not fixed yet. Tolerated for that segment's indexes only, and counted.
-STALE_INDEX_CODES = frozenset({"index-entry-beyond-log", "time-index-offset-not-found"})
-STALE_INDEX_FILES = frozenset({"00000000000000000000.index", "00000000000000000000.timeindex"})
+# The follower's truncation cuts its active segment, whose preallocated indexes keep stale entries past
+# the new log end until appends overwrite them (AbstractIndex moves its position only): verify judges
+# them as the broker does (recovery rebuilds them: no clean-shutdown marker on a running broker's disk),
+# so they are no error nor warning here.
 
 
 def _produce(release: Release, cluster: KafkaCluster, records: int, acks: str) -> None:
@@ -159,7 +155,6 @@ def test_verify_and_dump_race_a_follower_truncating_after_an_unclean_election(
     assert [r for r in runs if r[2] < cut_seen], "no scan before the truncation"
     assert [r for r in runs if r[3] > cut_seen], "no scan after the truncation"
     seen: set[str] = set()
-    stale_runs = 0
     for args, proc, _, _ in runs:
         assert proc.returncode >= 0, f"{args}: killed by signal {-proc.returncode}"
         assert proc.returncode != 70, (args, proc.stderr[-2000:])
@@ -167,14 +162,7 @@ def test_verify_and_dump_race_a_follower_truncating_after_an_unclean_election(
         assert proc.returncode in (0, 1, 3), (args, proc.returncode, proc.stderr[-2000:])
         rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
         found = [r for r in rows if r.get("type") == "finding" and r["severity"] in ("error", "warning")]
-        stale = [
-            r for r in found if r["code"] in STALE_INDEX_CODES and Path(r["file"]).name in STALE_INDEX_FILES
-        ]
-        stale_runs += bool(stale)
-        codes = {r["code"] for r in found if r not in stale}
+        codes = {r["code"] for r in found}
         seen |= codes
         assert codes <= LIVE_CODES, (args, [r for r in rows if r.get("type") == "finding"])
-    print(
-        f"{len(runs)} kdump runs over the truncating follower; live-file findings seen: {sorted(seen)}; "
-        f"runs with the stale-index false alarm: {stale_runs}"
-    )
+    print(f"{len(runs)} kdump runs over the truncating follower; live-file findings seen: {sorted(seen)}")

@@ -24,6 +24,7 @@ from kdump.ops.checks.continuity import check_offset_holes, check_overlaps, clea
 from kdump.ops.checks.epochs import check_leader_epochs
 from kdump.ops.checks.open_txns import check_open_transactions
 from kdump.ops.checks.segment import SegmentResult, check_segment
+from kdump.ops.checks.stale_index import lazy_active_index, soften_recovered_indexes
 from kdump.ops.checks.state import TEXT_KINDS, check_snapshot, check_text_state
 from kdump.ops.checks.strays import find_strays
 from kdump.ops.checks.swaps import losing_swaps
@@ -433,24 +434,6 @@ _MISSING = frozenset({"index-missing", "time-index-missing"})
 
 # Below this much log data the active segment may have no .index yet (the broker default of
 # `index.interval.bytes`; a topic that raises it only makes more segments legal, and is judged strictly).
-LAZY_INDEX_BYTES = 4096
-
-
-def _lazy_active_index(part: PartitionDir, results: Sequence[SegmentResult]) -> list[str]:
-    """The active segment's missing `.index` where a healthy broker leaves none. Kafka creates the
-    offset index lazily (`LazyIndex`): on the first index entry, after `index.interval.bytes` appended,
-    or the first read through it; a follower's small active segment of a running or killed broker has
-    none. A clean shutdown flushes every index (`LogSegment.flush`), so with the clean-shutdown marker
-    the file is missing indeed; without it the broker recovers that segment at start, rebuilding the
-    index from those few bytes, with nothing to lose."""
-    last = results[-1] if results else None
-    if last is None or last.summary is None or last.segment.log is None or last.segment.index is not None:
-        return []
-    if last.summary.size > LAZY_INDEX_BYTES or (part.path.parent / ".kafka_cleanshutdown").exists():
-        return []
-    return [str(last.segment.log.with_suffix(".index"))]
-
-
 def partition_report(
     part: PartitionDir, results: Sequence[SegmentResult], label: str, images: ImagesBeside | None = None
 ) -> PartitionReport:
@@ -460,7 +443,7 @@ def partition_report(
     tally(report, results)
     # An index there but unreadable is that (unreadable-file), not missing: no reindex hint for it.
     unread = {x.file for x in part.problems if x.code == "unreadable-file"}
-    unread.update(_lazy_active_index(part, results))
+    unread.update(lazy_active_index(part, results))
     report.findings = [x for x in report.findings if not (x.code in _MISSING and x.file in unread)]
     strays = find_strays(results)
     if strays:
@@ -498,5 +481,5 @@ def partition_report(
             from kdump.ops.metadata.stray import topic_id_findings
 
             f.extend(topic_id_findings(part, images))
-    report.findings = salvage_first(f, results)
+    report.findings = salvage_first(soften_recovered_indexes(f, results, part.path), results)
     return report
