@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from builders import SegmentBuilder, records
+from live_files import check_with_hook, segment
 
 from kdump.findings import CATALOG
-from kdump.formats import fast_records, fast_walk
+from kdump.formats import fast_walk
 from kdump.formats.batch import BatchHeader
 from kdump.model.segment import Segment
 from kdump.ops.checks import segment as segment_check
@@ -32,28 +32,6 @@ from kdump.scan.source import _guard, file_change, open_buffer
 KDUMP = [sys.executable, "-m", "kdump"]
 # The finding codes these tests produce (tests/test_findings_catalog.py).
 COVERED_CODES = frozenset({"file-shrank-while-read", "file-replaced-while-read", "file-grew-while-read"})
-
-
-def _segment(tmp_path: Path, batches: int = 400, per_batch: int = 20) -> Path:
-    b = SegmentBuilder()
-    for i in range(batches):
-        b.add_v2(records(per_batch, start_ts=1_700_000_000_000 + i * 100, value_size=200))
-    part = tmp_path / "orders-0"
-    part.mkdir()
-    return b.write(part)
-
-
-@pytest.fixture(params=["compiled", "reference"])
-def path_kind(request: pytest.FixtureRequest) -> Iterator[str]:
-    if request.param == "compiled" and fast_walk.compiled is None:
-        pytest.skip("the compiled walk is not built here")
-    saved = fast_walk.compiled, fast_records.compiled
-    if request.param == "reference":
-        fast_walk.compiled = fast_records.compiled = None
-    try:
-        yield request.param
-    finally:
-        fast_walk.compiled, fast_records.compiled = saved
 
 
 needs_guard = pytest.mark.skipif(_guard is None, reason="the mapping guard is not built here")
@@ -72,7 +50,7 @@ def test_the_finding_codes_are_in_the_catalog() -> None:
 
 @needs_guard
 def test_a_mapping_read_past_a_truncation_reads_zeros_and_says_where(tmp_path: Path, path_kind: str) -> None:
-    log = _segment(tmp_path)
+    log = segment(tmp_path)
     size = log.stat().st_size
     cut = size // 3
     with open_buffer(log) as buf:
@@ -96,7 +74,7 @@ def test_a_mapping_read_past_a_truncation_reads_zeros_and_says_where(tmp_path: P
 def test_the_compiled_walk_itself_survives_a_truncated_mapping(tmp_path: Path) -> None:
     if fast_walk.compiled is None:
         pytest.skip("the compiled walk is not built here")
-    log = _segment(tmp_path)
+    log = segment(tmp_path)
     size = log.stat().st_size
     with open_buffer(log) as buf:
         os.truncate(log, size // 2)
@@ -108,30 +86,12 @@ def test_the_compiled_walk_itself_survives_a_truncated_mapping(tmp_path: Path) -
     assert change.code == "file-shrank-while-read"
 
 
-def _check_with_hook(log: Path, hook: object, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """check_segment, with `hook` run after the scan's second event (between batches)."""
-    real = segment_check.scan_log
-
-    def scan(*args: object, **kwargs: object) -> Iterator[object]:
-        for i, ev in enumerate(real(*args, **kwargs)):  # type: ignore[arg-type]
-            if i == 1:
-                hook()  # type: ignore[operator]
-            yield ev
-
-    monkeypatch.setattr(segment_check, "scan_log", scan)
-    seg = Segment(
-        base_offset=0, log=log, index=log.with_suffix(".index"), timeindex=log.with_suffix(".timeindex")
-    )
-    result = segment_check.check_segment(seg, deep=True)
-    return [f.code for f in result.findings]
-
-
 @needs_guard
 def test_a_segment_cut_between_batches_is_a_finding(
     tmp_path: Path, path_kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = _segment(tmp_path)
-    codes = _check_with_hook(log, lambda: os.truncate(log, log.stat().st_size // 2), monkeypatch)
+    log = segment(tmp_path)
+    codes = check_with_hook(log, lambda: os.truncate(log, log.stat().st_size // 2), monkeypatch)
     assert "file-shrank-while-read" in codes
 
 
@@ -139,8 +99,8 @@ def test_a_segment_cut_between_batches_is_a_finding(
 def test_a_segment_deleted_under_the_scan_is_a_finding(
     tmp_path: Path, path_kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = _segment(tmp_path)
-    codes = _check_with_hook(log, log.unlink, monkeypatch)
+    log = segment(tmp_path)
+    codes = check_with_hook(log, log.unlink, monkeypatch)
     assert "file-replaced-while-read" in codes
 
 
@@ -148,20 +108,20 @@ def test_a_segment_deleted_under_the_scan_is_a_finding(
 def test_a_segment_appended_to_under_the_scan_is_a_finding(
     tmp_path: Path, path_kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = _segment(tmp_path)
+    log = segment(tmp_path)
 
     def append() -> None:
         with log.open("ab") as fh:
             fh.write(bytes(100))
 
-    codes = _check_with_hook(log, append, monkeypatch)
+    codes = check_with_hook(log, append, monkeypatch)
     assert "file-grew-while-read" in codes
     assert CATALOG["file-grew-while-read"].severity.name == "INFO"
 
 
 @needs_guard
 def test_an_index_trimmed_while_read_is_a_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    log = _segment(tmp_path)
+    log = segment(tmp_path)
     index = log.with_suffix(".index")
     real = segment_check._index_checks
 
@@ -179,7 +139,7 @@ def test_an_index_trimmed_while_read_is_a_finding(tmp_path: Path, monkeypatch: p
 def test_verify_and_dump_under_a_concurrent_truncation_loop(tmp_path: Path, pure: str) -> None:
     """A real race: another thread cuts and regrows the segment while `kdump verify --deep` and
     `kdump dump` read it. No signal, no traceback; a cut seen is a finding (and an error exit)."""
-    log = _segment(tmp_path, batches=1500)
+    log = segment(tmp_path, batches=1500)
     full = log.read_bytes()
     stop = threading.Event()
 
@@ -225,7 +185,7 @@ def test_the_cli_reports_a_file_cut_between_batches(
     from kdump.cli import cli
     from kdump.ops.dump import stream as dump_ops
 
-    log = _segment(tmp_path)
+    log = segment(tmp_path)
     for module in (dump_ops, segment_check):
         real = module.scan_log
 

@@ -13,13 +13,11 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from builders import SegmentBuilder, records
+from live_files import check_with_hook, segment
 
-from kdump.formats import fast_records, fast_walk
 from kdump.formats.batch import BatchHeader
 from kdump.model.segment import Segment
 from kdump.ops.checks import segment as segment_check
@@ -29,37 +27,15 @@ from kdump.scan.log_scanner import scan_log
 from kdump.scan.source import file_change, open_buffer
 
 
-def _segment(tmp_path: Path, batches: int = 400, per_batch: int = 20) -> Path:
-    b = SegmentBuilder()
-    for i in range(batches):
-        b.add_v2(records(per_batch, start_ts=1_700_000_000_000 + i * 100, value_size=200))
-    part = tmp_path / "orders-0"
-    part.mkdir(parents=True)
-    return b.write(part)
-
-
 @pytest.fixture
 def unguarded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(source, "_guard", None)
 
 
-@pytest.fixture(params=["compiled", "reference"])
-def path_kind(request: pytest.FixtureRequest) -> Iterator[str]:
-    if request.param == "compiled" and fast_walk.compiled is None:
-        pytest.skip("the compiled walk is not built here")
-    saved = fast_walk.compiled, fast_records.compiled
-    if request.param == "reference":
-        fast_walk.compiled = fast_records.compiled = None
-    try:
-        yield request.param
-    finally:
-        fast_walk.compiled, fast_records.compiled = saved
-
-
 def test_a_file_cut_after_it_was_opened_is_scanned_whole_and_reported(
     tmp_path: Path, unguarded: None, path_kind: str
 ) -> None:
-    log = _segment(tmp_path)
+    log = segment(tmp_path)
     size = log.stat().st_size
     with open_buffer(log) as buf:
         assert buf.readonly
@@ -81,7 +57,7 @@ def test_a_file_cut_after_it_was_opened_is_scanned_whole_and_reported(
 def test_a_file_cut_during_the_reads_reads_zeros_past_the_cut_and_says_where(
     tmp_path: Path, unguarded: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = _segment(tmp_path)
+    log = segment(tmp_path)
     size = log.stat().st_size
     chunk = 64 << 10
     cut = 3 * chunk + 100
@@ -108,23 +84,6 @@ def test_a_file_cut_during_the_reads_reads_zeros_past_the_cut_and_says_where(
     assert f"up to position {cut};" in change.message
 
 
-def _check_with_hook(log: Path, hook: object, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """check_segment, with `hook` run after the scan's second event (between batches)."""
-    real = segment_check.scan_log
-
-    def scan(*args: object, **kwargs: object) -> Iterator[object]:
-        for i, ev in enumerate(real(*args, **kwargs)):  # type: ignore[arg-type]
-            if i == 1:
-                hook()  # type: ignore[operator]
-            yield ev
-
-    monkeypatch.setattr(segment_check, "scan_log", scan)
-    seg = Segment(
-        base_offset=0, log=log, index=log.with_suffix(".index"), timeindex=log.with_suffix(".timeindex")
-    )
-    return [f.code for f in segment_check.check_segment(seg, deep=True).findings]
-
-
 def test_a_segment_cut_deleted_or_appended_under_the_scan_is_a_finding(
     tmp_path: Path, unguarded: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -137,16 +96,16 @@ def test_a_segment_cut_deleted_or_appended_under_the_scan_is_a_finding(
         ("deleted", Path.unlink, "file-replaced-while-read"),
         ("appended", append, "file-grew-while-read"),
     ):
-        log = _segment(tmp_path / name)
+        log = segment(tmp_path / name)
         with monkeypatch.context() as m:
-            codes = _check_with_hook(log, lambda log=log, hook=hook: hook(log), m)  # type: ignore[misc]
+            codes = check_with_hook(log, lambda log=log, hook=hook: hook(log), m)  # type: ignore[misc]
         assert code in codes, (name, codes)
 
 
 def test_an_index_trimmed_while_read_is_a_finding(
     tmp_path: Path, unguarded: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = _segment(tmp_path)
+    log = segment(tmp_path)
     index = log.with_suffix(".index")
     real = segment_check._index_checks
 
@@ -199,7 +158,7 @@ def _kdump(
 def test_the_cli_without_the_guard_reports_a_file_cut_between_batches(
     tmp_path: Path, command: str, pure: str
 ) -> None:
-    log = _segment(tmp_path)
+    log = segment(tmp_path)
     args = ["dump", "--records", str(log)] if command == "dump" else ["verify", "--deep", str(log.parent)]
     proc = _kdump(args, guarded=False, cut=log, pure=pure)
     assert proc.returncode >= 0, f"killed by signal {-proc.returncode}: {proc.stderr[-2000:]}"
@@ -212,7 +171,7 @@ def test_the_cli_without_the_guard_reports_a_file_cut_between_batches(
     "args", [["dump", "--records"], ["verify", "--deep"], ["dump", "--records", "--format", "json"]]
 )
 def test_without_the_guard_the_output_is_the_same(tmp_path: Path, args: list[str]) -> None:
-    log = _segment(tmp_path, batches=50)
+    log = segment(tmp_path, batches=50)
     target = str(log.parent if args[0] == "verify" else log)
     with_guard = _kdump([*args, target], guarded=True)
     without = _kdump([*args, target], guarded=False)
