@@ -25,12 +25,12 @@ from pathlib import Path
 
 from kdump.errors import DecodeError, KdumpError
 from kdump.findings import Finding, make_finding
+from kdump.formats.filenames import CLEAN_SHUTDOWN_FILE
 from kdump.model.partition import PartitionDir
 from kdump.ops.checks.segment import SegmentResult
 from kdump.scan.source import read_small_file
 
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
-CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 
 Entries = list[tuple[int, int]]  # (epoch, start offset)
 
@@ -96,7 +96,7 @@ def log_start_offset(part: PartitionDir, entries: Entries, seen: dict[int, int])
     # minute (and at a clean shutdown): unless the log dir was shut down cleanly, a checkpoint
     # truncated above the recorded start, at an offset where the batches had its first epoch in
     # force, is what it writes, and a lagging file does not contradict it.
-    clean = has_file and recorded is not None and (part.path.parent / CLEAN_SHUTDOWN).exists()
+    clean = has_file and recorded is not None and (part.path.parent / CLEAN_SHUTDOWN_FILE).exists()
     if (
         not clean
         and entries

@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kdump.findings import Finding, Severity
+from kdump.formats.filenames import CLEAN_SHUTDOWN_FILE
 from kdump.model.partition import PartitionDir
 from kdump.ops.checks.segment import SegmentResult
 from kdump.ops.checks.time_index import recovered_from
@@ -75,6 +76,6 @@ def lazy_active_index(part: PartitionDir, results: Sequence[SegmentResult]) -> l
     last = results[-1] if results else None
     if last is None or last.summary is None or last.segment.log is None or last.segment.index is not None:
         return []
-    if last.summary.size > LAZY_INDEX_BYTES or (part.path.parent / ".kafka_cleanshutdown").exists():
+    if last.summary.size > LAZY_INDEX_BYTES or (part.path.parent / CLEAN_SHUTDOWN_FILE).exists():
         return []
     return [str(last.segment.log.with_suffix(".index"))]

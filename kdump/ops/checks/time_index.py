@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kdump.errors import KdumpError
 from kdump.findings import Finding, make_finding
-from kdump.formats.filenames import parse_partition_dir_name
+from kdump.formats.filenames import CLEAN_SHUTDOWN_FILE, parse_partition_dir_name
 from kdump.ops.checks.segment import SegmentResult
 from kdump.scan.source import open_buffer
 
@@ -49,7 +49,7 @@ def recovered_from(partition: Path | None) -> int | None:
         return None
     log_dir = partition.parent
     checkpoint = log_dir / "recovery-point-offset-checkpoint"
-    if (log_dir / ".kafka_cleanshutdown").exists() or not checkpoint.is_file():
+    if (log_dir / CLEAN_SHUTDOWN_FILE).exists() or not checkpoint.is_file():
         return None
     try:
         st = checkpoint.stat()
