@@ -236,8 +236,7 @@ def open_buffer(
                 mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
             except (OSError, ValueError) as exc:
                 raise PathError(f"cannot map {path}: {exc}") from exc
-            if _guard is not None:
-                slot = _guard.register(mm)
+            slot = _guard.register(mm)  # this branch is the guarded one: without it files are read
             view = memoryview(mm)
         _WATCHED[id(view)] = _Watch(
             os.fspath(path),
