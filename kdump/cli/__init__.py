@@ -194,6 +194,24 @@ def _either(names: list[str]) -> str:
 
 def main() -> None:
     """Entry point: run the CLI, mapping kdump's errors to exit codes and hiding tracebacks."""
+    try:
+        _run()
+    except SystemExit as exc:
+        # A worker pool stopped on the way (an error or an early stop inside it) cannot be left
+        # to the interpreter's exit: see `kdump.ops.common.workers.pools_abandoned`. Looked up, not
+        # imported: a command that never made a pool does not pay for the module.
+        workers = sys.modules.get("kdump.ops.common.workers")
+        if workers is not None and workers.pools_abandoned():
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+            if exc.code is None or isinstance(exc.code, int):
+                _end(exc.code or 0)
+            _say(str(exc.code))
+            _end(1)
+        raise
+
+
+def _run() -> None:
     code: int | str | None = 0
     # What the interpreter, click and this module made so far lives as long as the process: the
     # collector need not walk it again at every full pass while the command's modules load.
