@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kdump.cli import main
+from kdump.cli import entry
 
 if __name__ == "__main__":
-    main()
+    entry()

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from kdump.cli import main
+from kdump.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

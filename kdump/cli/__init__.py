@@ -192,14 +192,19 @@ def _either(names: list[str]) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
 
 
-def main() -> None:
-    """Entry point: run the CLI, mapping kdump's errors to exit codes and hiding tracebacks."""
+def entry() -> None:
+    """The program's entry point (the console script, `python -m kdump`, the one-file build):
+    `main`, then the end of the process.
+
+    A worker pool stopped on the way (an error or an early stop inside it) cannot be left to the
+    interpreter's exit: see `kdump.ops.common.workers.pools_abandoned`; the process then ends by
+    `os._exit` with the same status. Only here: `main` run inside another program (a test) raises
+    its SystemExit as always, and never ends that program.
+    """
     try:
-        _run()
+        main()
     except SystemExit as exc:
-        # A worker pool stopped on the way (an error or an early stop inside it) cannot be left
-        # to the interpreter's exit: see `kdump.ops.common.workers.pools_abandoned`. Looked up, not
-        # imported: a command that never made a pool does not pay for the module.
+        # Looked up, not imported: a command that never made a pool does not pay for the module.
         workers = sys.modules.get("kdump.ops.common.workers")
         if workers is not None and workers.pools_abandoned():
             with contextlib.suppress(Exception):
@@ -211,7 +216,8 @@ def main() -> None:
         raise
 
 
-def _run() -> None:
+def main() -> None:
+    """Run the CLI, mapping kdump's errors to exit codes and hiding tracebacks (raises SystemExit)."""
     code: int | str | None = 0
     # What the interpreter, click and this module made so far lives as long as the process: the
     # collector need not walk it again at every full pass while the command's modules load.

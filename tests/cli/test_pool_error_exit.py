@@ -34,8 +34,8 @@ _SCRIPT = textwrap.dedent(
     units._run_chunk = vanished  # the workers are forked after this: they inherit it
     atexit.register(lambda: print("atexit ran", file=sys.stderr))
     sys.argv = ["kdump", "verify", "--jobs", "2", sys.argv[1]]
-    from kdump.cli import main
-    main()
+    from kdump.cli import entry
+    entry()
     """
 )
 
@@ -57,3 +57,27 @@ def test_a_pool_stopped_by_an_error_exits_with_the_verdict_and_nothing_after(tmp
         assert proc.stderr == (
             "kdump: cannot read orders-3/00000000000000000000.log: No such file or directory\n"
         )
+
+
+def test_main_inside_another_program_raises_its_exit_after_a_stopped_pool() -> None:
+    """Only the program's entry ends the process: `main` run inside another program (a test runner)
+    raises SystemExit as always, even where a pool was stopped before. (An `os._exit` there ended
+    a whole test run with status 0, its remaining tests never run.)"""
+    script = textwrap.dedent(
+        """
+        import sys
+        from kdump.ops.common import workers
+        workers._ABANDONED.append(True)  # as after a pool stopped earlier in this process
+        sys.argv = ["kdump", "--version"]
+        from kdump.cli import main
+        try:
+            main()
+        except SystemExit as exc:
+            print("still running after exit", exc.code)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.endswith("still running after exit 0\n")
