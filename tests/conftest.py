@@ -80,3 +80,14 @@ def pytest_report_header(config: pytest.Config) -> str:
 # tests, and a real S3 server (SeaweedFS) for the storage layer and the Spark source on s3:// paths.
 from brokers.fixtures import kafka_newest, kafka_single  # noqa: E402, F401
 from s3_server import s3_store  # noqa: E402, F401
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Where KDUMP_TEST_RUN_ENDED names a file, say there that the run reached its end: CI checks it,
+    so a run cut short with status 0 (a test that ends the process, as an `os._exit` inside kdump
+    once did at 71% of the suite) fails instead of passing on the tests it reached."""
+    import os
+
+    marker = os.environ.get("KDUMP_TEST_RUN_ENDED")
+    if marker:
+        Path(marker).write_text(f"{session.testscollected} collected, exit status {exitstatus}\n")
