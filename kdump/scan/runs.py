@@ -1,12 +1,14 @@
 """Deep checks of a compiled walk's run of batches, for scans that check records without yielding them.
 
 `scan_log(batch_runs=True, deep=True)` (verify --deep) needs to know what each batch's records say,
-not the records themselves. Each data batch of a `BatchRun` is decompressed and asked of the
-compiled record path's `check_v2` (does `decode_v2` find it clean?), in chunks on a few threads
-(the codecs and `check_v2` release the GIL, so decompression takes every core); a batch that is
-not found clean, or whose payload the one-shot decompression below does not take, goes to the
-reference (`decode_batch_records`), and the run is cut there so its findings stand right after it,
-where the reference scan puts them.
+not the records themselves. The data batches of a `BatchRun` are asked of the compiled record path's
+check (does `decode_v2` find them clean?) a chunk of batches a call (`check_v2_run`): uncompressed
+payloads in place, single-frame zstd ones after one batch call of the zstd library for the chunk,
+other codecs decompressed one batch at a time; chunks go to a few threads (the codecs and the checks
+release the GIL, so decompression takes every core). A batch that is not found clean, or whose
+payload the one-shot decompression below does not take, goes to the reference
+(`decode_batch_records`), and the run is cut there so its findings stand right after it, where the
+reference scan puts them.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from kdump.findings import Finding
 from kdump.formats import codecs, fast_records, fast_walk
 from kdump.formats.batch import BatchHeader
 from kdump.formats.codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
-from kdump.formats.constants import CONTROL_MASK, TIMESTAMP_TYPE_MASK, V2_HEADER_SIZE, Codec
+from kdump.formats.constants import TIMESTAMP_TYPE_MASK, V2_HEADER_SIZE, Codec
 
 if TYPE_CHECKING:
     # Imported with the first pool (it brings logging and queue): a shallow scan never needs them.
     from concurrent.futures import ThreadPoolExecutor
 
 Buffer = bytes | bytearray | memoryview
+_Codecs = tuple[Callable[[bytes], bytes | None] | None, Callable[[Buffer, bytes, bytes], list[Any]] | None]
 DecodeBatch = Callable[[Buffer, BatchHeader, str], tuple[Sequence[object], list[Finding]]]
 
 # Batches per task: enough to make a task's overhead small, few enough to spread a run over cores.
@@ -104,39 +107,90 @@ def _zstd_one_shot() -> Callable[[bytes], bytes | None] | None:
     return one_shot
 
 
+def _zstd_many() -> Callable[[Buffer, bytes, bytes], list[Any]] | None:
+    """The zstd library's batch call: the payloads that `segments` (offset and length pairs in the
+    buffer) name, each a single frame of the stated `sizes`, decompressed in one call; None where the
+    binding has no such call (its cffi backend: every batch then takes the one-shot path)."""
+    try:
+        zstandard = codecs.load("zstandard")
+    except CodecError:
+        return None
+    if not hasattr(zstandard, "BufferWithSegments"):
+        return None
+    local = threading.local()
+
+    def many(buf: Buffer, segments: bytes, sizes: bytes) -> list[Any]:
+        dctx = getattr(local, "dctx", None)
+        if dctx is None:
+            dctx = local.dctx = zstandard.ZstdDecompressor()
+        frames = zstandard.BufferWithSegments(buf, segments)
+        return list(dctx.multi_decompress_to_buffer(frames, decompressed_sizes=sizes, threads=0))
+
+    return many
+
+
+# At most this many bytes decompressed by one batch call (a payload that would pass it takes the
+# one-shot path): bounds what one call holds, whatever sizes the frames state.
+MANY_MAX_BYTES = 64 << 20
+
+
 def _clean_flags(
-    buf: Buffer, cols: tuple[list[int], ...], lo: int, hi: int, zstd: Callable[[bytes], bytes | None] | None
-) -> list[bool]:
-    """For batches lo..hi-1 of a run: whether each is a data batch the compiled check finds clean."""
-    check = fast_records.compiled.check_v2 if fast_records.compiled is not None else None
-    positions, sizes, attrs, counts, bases, lasts, base_ts, max_ts = cols
-    out: list[bool] = []
-    for k in range(lo, hi):
-        a = attrs[k]
-        if check is None or a & CONTROL_MASK:
-            out.append(False)
-            continue
-        codec = a & 0x07
-        pos = positions[k]
-        payload = buf[pos + V2_HEADER_SIZE : pos + sizes[k]]
-        data: Any
-        try:
-            if codec == Codec.NONE:
-                data = payload
-            elif codec == Codec.ZSTD and zstd is not None:
-                data = zstd(bytes(payload))
-            elif codec == Codec.LZ4:
-                data = _joined(codecs.lz4_blocks(payload))
-            else:
-                data = decompress(codec, payload, magic=2)
-        except Exception:  # a codec's error, a missing codec, no memory: the reference reports it
-            data = None
-        log_append = bool(a & TIMESTAMP_TYPE_MASK)
-        out.append(
-            data is not None
-            and check(data, bases[k], lasts[k], base_ts[k], max_ts[k], log_append, counts[k], not log_append)
-        )
+    buf: Buffer, run: fast_walk.BatchRun, cols: tuple[list[int], ...], lo: int, hi: int, codec_calls: _Codecs
+) -> bytes | bytearray:
+    """For batches lo..hi-1 of a run: whether each is a data batch the compiled check finds clean
+    (1) or needs the reference (0).
+
+    Uncompressed batches are checked in place and single-frame zstd ones decompressed by the
+    library's batch call, then all checked in one compiled call; the others (and all of a batch
+    call that fails: it stops at its first bad frame) are decompressed one by one here.
+    """
+    compiled = fast_records.compiled
+    if compiled is None:
+        return bytes(hi - lo)
+    zstd, many = codec_calls
+    index, datas = b"", []
+    if many is not None and run.attributes_or & Codec.ZSTD:
+        index, segments, sizes = compiled.zstd_frames(buf, run.columns, run.n, lo, hi, MANY_MAX_BYTES)
+        if index:
+            try:
+                datas = many(buf, segments, sizes)
+            except Exception:  # a frame it refuses, no memory: one by one below, as before
+                index, datas = b"", []
+    flags: bytes = compiled.check_v2_run(buf, run.columns, run.n, lo, hi, index, datas)
+    if 2 not in flags:
+        return flags
+    out = bytearray(flags)
+    k = out.find(2)
+    while k >= 0:
+        out[k] = _clean_one(buf, cols, lo + k, zstd)
+        k = out.find(2, k + 1)
     return out
+
+
+def _clean_one(
+    buf: Buffer, cols: tuple[list[int], ...], k: int, zstd: Callable[[bytes], bytes | None] | None
+) -> bool:
+    """Whether batch k, a compressed data batch, decompresses and is found clean by the compiled check."""
+    assert fast_records.compiled is not None
+    positions, sizes, attrs, counts, bases, lasts, base_ts, max_ts = cols
+    a = attrs[k]
+    codec = a & 0x07
+    pos = positions[k]
+    payload = buf[pos + V2_HEADER_SIZE : pos + sizes[k]]
+    data: Any
+    try:
+        if codec == Codec.ZSTD and zstd is not None:
+            data = zstd(bytes(payload))
+        elif codec == Codec.LZ4:
+            data = _joined(codecs.lz4_blocks(payload))
+        else:
+            data = decompress(codec, payload, magic=2)
+    except Exception:  # a codec's error, a missing codec, no memory: the reference reports it
+        data = None
+    log_append = bool(a & TIMESTAMP_TYPE_MASK)
+    return data is not None and fast_records.compiled.check_v2(
+        data, bases[k], lasts[k], base_ts[k], max_ts[k], log_append, counts[k], not log_append
+    )
 
 
 _LOCAL = threading.local()
@@ -195,15 +249,22 @@ def check_run_records(
             fast_walk.MAX_TIMESTAMP,
         )
     )
-    zstd = _zstd_one_shot()
-    chunks = _chunks(cols[1])
-    pool = _pool() if len(chunks) > 1 else None
-    if pool is None:
-        clean = _clean_flags(buf, cols, 0, run.n, zstd)
+    codec_calls = (_zstd_one_shot(), _zstd_many())
+    if run.n <= CHUNK and run.end - run.start <= CHUNK_BYTES:
+        clean = _clean_flags(buf, run, cols, 0, run.n, codec_calls)
     else:
-        clean = []
-        for flags in pool.map(lambda c: _clean_flags(buf, cols, c[0], c[1], zstd), chunks):
-            clean += flags
+        chunks = _chunks(cols[1])
+        pool = _pool() if len(chunks) > 1 else None
+        if pool is None:
+            clean = _clean_flags(buf, run, cols, 0, run.n, codec_calls)
+        else:
+            clean = bytearray()
+            for flags in pool.map(lambda c: _clean_flags(buf, run, cols, c[0], c[1], codec_calls), chunks):
+                clean += flags
+    if 0 not in clean:
+        yield run
+        yield run.records
+        return
     counts = cols[3]
     cut = 0
     held = 0
