@@ -1285,13 +1285,12 @@ static PyObject *fast_nonempty_validity(PyObject *self, PyObject *args) {
 /* kdump/scan/runs.py checks every batch of a compiled walk's run (kdump/formats/_fastwalk.c) in a
  * few calls instead of a few Python calls per batch: `zstd_frames` lists the run's zstd payloads that
  * one-shot decompression takes (one frame, exactly the payload, that states its content size), the
- * caller decompresses them all in one call of the zstd library's Python binding, and `check_v2_run`
+ * caller decompresses them in one tight loop of the zstd binding's calls, and `check_v2_run`
  * asks check_v2's question of every batch: of the uncompressed ones in place, of the listed ones on
  * their decompressed bytes. Positions, sizes and the index are the caller's and bounded here again.
  *
  *   zstd_frames(buf, columns, n, lo, hi, max_total) -> (index, segments, sizes)
- *       index: int64 batch numbers; segments: (uint64 offset in buf, uint64 length) pairs, the
- *       layout of zstandard.BufferWithSegments; sizes: uint64 content sizes, whose sum stays
+ *       index: int64 batch numbers; segments: (uint64 offset in buf, uint64 length) pairs; sizes: uint64 content sizes, whose sum stays
  *       <= max_total (a payload past it is left out).
  *   check_v2_run(buf, columns, n, lo, hi, index, datas) -> bytes: per batch lo..hi-1, 1 when
  *       check_v2 finds it clean, 0 when the reference must read it (a control batch, a record not as
@@ -1429,7 +1428,7 @@ static PyObject *fast_zstd_frames(PyObject *self, PyObject *args) {
         uint64_t size;
         if ((attrs & ATTR_CONTROL) || (attrs & ATTR_CODEC) != CODEC_ZSTD) continue;
         if (run_payload(&r, k, &p, &len) < 0 || zstd_frame(p, len, &size) != len) continue;
-        /* An empty frame is left to the caller (the binding's batch call wants output). */
+        /* An empty frame (a batch of no records, rare) is left to the caller's one-shot path. */
         if (size == 0 || size > max_total - total) continue;
         total += size;
         index[m] = k;

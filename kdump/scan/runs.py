@@ -3,8 +3,8 @@
 `scan_log(batch_runs=True, deep=True)` (verify --deep) needs to know what each batch's records say,
 not the records themselves. The data batches of a `BatchRun` are asked of the compiled record path's
 check (does `decode_v2` find them clean?) a chunk of batches a call (`check_v2_run`): uncompressed
-payloads in place, single-frame zstd ones after one batch call of the zstd library for the chunk,
-other codecs decompressed one batch at a time; chunks go to a few threads (the codecs and the checks
+payloads in place, single-frame zstd ones listed in C and decompressed in one tight loop, other
+codecs decompressed one batch at a time; chunks go to a few threads (the codecs and the checks
 release the GIL, so decompression takes every core). A batch that is not found clean, or whose
 payload the one-shot decompression below does not take, goes to the reference
 (`decode_batch_records`), and the run is cut there so its findings stand right after it, where the
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
 Buffer = bytes | bytearray | memoryview
-_Codecs = tuple[Callable[[bytes], bytes | None] | None, Callable[[Buffer, bytes, bytes], list[Any]] | None]
+_Codecs = tuple[Callable[[bytes], bytes | None] | None, Callable[[Buffer, bytes], list[bytes]] | None]
 DecodeBatch = Callable[[Buffer, BatchHeader, str], tuple[Sequence[object], list[Finding]]]
 
 # Batches per task: enough to make a task's overhead small, few enough to spread a run over cores.
@@ -107,30 +107,32 @@ def _zstd_one_shot() -> Callable[[bytes], bytes | None] | None:
     return one_shot
 
 
-def _zstd_many() -> Callable[[Buffer, bytes, bytes], list[Any]] | None:
-    """The zstd library's batch call: the payloads that `segments` (offset and length pairs in the
-    buffer) name, each a single frame of the stated `sizes`, decompressed in one call; None where the
-    binding has no such call (its cffi backend: every batch then takes the one-shot path)."""
+def _zstd_many() -> Callable[[Buffer, bytes], list[bytes]] | None:
+    """The payloads that `segments` (offset and length pairs in the buffer, each a single frame that
+    states its size: `zstd_frames`) decompressed, in one tight loop: a call per frame of the zstd
+    binding's one-shot decompression, into buffers of the heap it reuses. (The binding's own batch
+    call, `multi_decompress_to_buffer`, was slower here: fresh pages for its output, a context per
+    call.) None when zstd is not there: every batch then takes the one-shot path, which reports it."""
     try:
         zstandard = codecs.load("zstandard")
     except CodecError:
         return None
-    if not hasattr(zstandard, "BufferWithSegments"):
-        return None
     local = threading.local()
 
-    def many(buf: Buffer, segments: bytes, sizes: bytes) -> list[Any]:
+    def many(buf: Buffer, segments: bytes) -> list[bytes]:
         dctx = getattr(local, "dctx", None)
         if dctx is None:
             dctx = local.dctx = zstandard.ZstdDecompressor()
-        frames = zstandard.BufferWithSegments(buf, segments)
-        return list(dctx.multi_decompress_to_buffer(frames, decompressed_sizes=sizes, threads=0))
+        one = dctx.decompress
+        pairs = memoryview(segments).cast("Q")
+        view = memoryview(buf)
+        return [one(view[at : at + size]) for at, size in zip(pairs[0::2], pairs[1::2], strict=True)]
 
     return many
 
 
-# At most this many bytes decompressed by one batch call (a payload that would pass it takes the
-# one-shot path): bounds what one call holds, whatever sizes the frames state.
+# At most this many bytes decompressed for one chunk by `many` (a payload that would pass it takes
+# the one-shot path): bounds what a chunk holds at once, whatever sizes the frames state.
 MANY_MAX_BYTES = 64 << 20
 
 
@@ -140,9 +142,9 @@ def _clean_flags(
     """For batches lo..hi-1 of a run: whether each is a data batch the compiled check finds clean
     (1) or needs the reference (0).
 
-    Uncompressed batches are checked in place and single-frame zstd ones decompressed by the
-    library's batch call, then all checked in one compiled call; the others (and all of a batch
-    call that fails: it stops at its first bad frame) are decompressed one by one here.
+    Uncompressed batches are checked in place and single-frame zstd ones decompressed in one tight
+    loop (`zstd_frames` lists them), then all checked in one compiled call; the others (and all
+    of the loop's when a frame fails it) are decompressed one by one by the path before it.
     """
     compiled = fast_records.compiled
     if compiled is None:
@@ -150,10 +152,10 @@ def _clean_flags(
     zstd, many = codec_calls
     index, datas = b"", []
     if many is not None and run.attributes_or & Codec.ZSTD:
-        index, segments, sizes = compiled.zstd_frames(buf, run.columns, run.n, lo, hi, MANY_MAX_BYTES)
+        index, segments, _sizes = compiled.zstd_frames(buf, run.columns, run.n, lo, hi, MANY_MAX_BYTES)
         if index:
             try:
-                datas = many(buf, segments, sizes)
+                datas = many(buf, segments)
             except Exception:  # a frame it refuses, no memory: one by one below, as before
                 index, datas = b"", []
     flags: bytes = compiled.check_v2_run(buf, run.columns, run.n, lo, hi, index, datas)

@@ -185,7 +185,7 @@ def fuzz_compiled_walk(data: bytes) -> None:
 
 def fuzz_compiled_deep_run(data: bytes) -> None:
     """verify --deep's run check (`scan_log(batch_runs=True, deep=True)`: `zstd_frames`, the zstd
-    binding's batch call, `check_v2_run`) gives the reference's events less its records; and the two
+    loop, `check_v2_run`) gives the reference's events less its records; and the two
     compiled calls, on the input's first run with positions, sizes, counts and attributes garbled by
     the input's last bytes, read nothing outside their buffers (the sanitizer build aborts if so)."""
     fixed = _fix_crcs(data)

@@ -382,11 +382,12 @@ def _frames() -> dict[str, Callable[[bytes], bytes]]:
 def test_deep_runs_of_crafted_zstd_payloads(
     kind: str, many_max: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """verify --deep's run check (zstd payloads decompressed a chunk at a time by the library's batch
-    call, checked in one compiled call) against the reference: a payload it cannot take in one shot
+    """verify --deep's run check (zstd payloads listed by `zstd_frames`, decompressed in one loop,
+    checked in one compiled call) against the reference: a payload it cannot take in one shot
     (no content size, several frames, trailing or skippable bytes, damaged or cut frames, records that
     are not what the header says) among clean zstd, uncompressed, lz4 and control batches, in a small
-    run and in a run of more than a chunk of batches (chunks on threads); with a small cap of bytes per batch call too."""
+    run and in a run of more than a chunk of batches (chunks on threads); with a small cap of bytes
+    per chunk too."""
     from kdump.scan import runs
 
     if many_max is not None:
