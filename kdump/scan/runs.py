@@ -136,8 +136,37 @@ def _zstd_many() -> Callable[[Buffer, bytes], list[bytes]] | None:
 MANY_MAX_BYTES = 64 << 20
 
 
+class _Columns:
+    """The columns of a run that the Python side reads, as lists, made the first time they are asked
+    for: a run whose batches all pass in C needs none of them."""
+
+    def __init__(self, run: fast_walk.BatchRun) -> None:
+        self.run = run
+        self.lists: tuple[list[int], ...] | None = None
+        self.lock = threading.Lock()
+
+    def get(self) -> tuple[list[int], ...]:
+        """Position, size, attributes, count, base offset, last offset, base and max timestamp."""
+        with self.lock:
+            if self.lists is None:
+                self.lists = tuple(
+                    self.run.column(k)
+                    for k in (
+                        fast_walk.POSITION,
+                        fast_walk.SIZE,
+                        fast_walk.ATTRIBUTES,
+                        fast_walk.COUNT,
+                        fast_walk.BASE_OFFSET,
+                        fast_walk.LAST_OFFSET,
+                        fast_walk.BASE_TIMESTAMP,
+                        fast_walk.MAX_TIMESTAMP,
+                    )
+                )
+            return self.lists
+
+
 def _clean_flags(
-    buf: Buffer, run: fast_walk.BatchRun, cols: tuple[list[int], ...], lo: int, hi: int, codec_calls: _Codecs
+    buf: Buffer, run: fast_walk.BatchRun, cols: _Columns, lo: int, hi: int, codec_calls: _Codecs
 ) -> bytes | bytearray:
     """For batches lo..hi-1 of a run: whether each is a data batch the compiled check finds clean
     (1) or needs the reference (0).
@@ -164,7 +193,7 @@ def _clean_flags(
     out = bytearray(flags)
     k = out.find(2)
     while k >= 0:
-        out[k] = _clean_one(buf, cols, lo + k, zstd)
+        out[k] = _clean_one(buf, cols.get(), lo + k, zstd)
         k = out.find(2, k + 1)
     return out
 
@@ -238,24 +267,12 @@ def check_run_records(
     Yields runs and findings in scan order, and ints: how many records the batches before held
     (the scanner's record count).
     """
-    cols = tuple(
-        run.column(k)
-        for k in (
-            fast_walk.POSITION,
-            fast_walk.SIZE,
-            fast_walk.ATTRIBUTES,
-            fast_walk.COUNT,
-            fast_walk.BASE_OFFSET,
-            fast_walk.LAST_OFFSET,
-            fast_walk.BASE_TIMESTAMP,
-            fast_walk.MAX_TIMESTAMP,
-        )
-    )
+    cols = _Columns(run)
     codec_calls = (_zstd_one_shot(), _zstd_many())
     if run.n <= CHUNK and run.end - run.start <= CHUNK_BYTES:
         clean = _clean_flags(buf, run, cols, 0, run.n, codec_calls)
     else:
-        chunks = _chunks(cols[1])
+        chunks = _chunks(cols.get()[1])
         pool = _pool() if len(chunks) > 1 else None
         if pool is None:
             clean = _clean_flags(buf, run, cols, 0, run.n, codec_calls)
@@ -267,7 +284,7 @@ def check_run_records(
         yield run
         yield run.records
         return
-    counts = cols[3]
+    counts = cols.get()[3]
     cut = 0
     held = 0
     headers: list[BatchHeader] | None = None
