@@ -24,6 +24,7 @@
  *                     check_max_ts), ...]) -> Arrow-layout buffers of the batches taken
  *   check_v2(data, base_offset, last_offset, base_ts, max_ts, log_append, count, check_max_ts)
  *       -> bool: decode_v2 would return (records, True)
+ *   zstd_frames(...), check_v2_run(...): a run's deep check in a few calls (see there)
  *   scale_i64(buf, factor) -> bytes | None; take_fixed(values, width, index) -> bytes;
  *   nonempty_validity(offsets, n) -> (bitmap, nulls): Arrow column helpers (formats/arrow_columns.py)
  */
@@ -347,6 +348,20 @@ fail:
  * all decode, in order, inside the batch's offsets, with the header's count and max timestamp?
  * True exactly when decode_v2 on the same arguments returns (records, True); else the caller runs
  * the reference, which reports what is wrong. */
+/* The check of check_v2 on d[0:end]; the caller holds the buffer (the GIL need not be held). */
+static int check_batch(const uint8_t *d, Py_ssize_t end, const Batch *bt) {
+    Py_ssize_t pos = 0;
+    int64_t prev = INT64_MIN, max_seen = INT64_MIN, n = 0;
+    if (bt->count < 0 || bt->count > end) return 0;
+    for (; n < bt->count; n++) {
+        Rec r;
+        Derived dv;
+        if (pos >= end || parse_record(d, &pos, end, &r) < 0 || derive(bt, &r, &prev, &max_seen, &dv) < 0)
+            return 0;
+    }
+    return batch_clean(bt, pos, end, n, max_seen);
+}
+
 static PyObject *fast_check_v2(PyObject *self, PyObject *args) {
     (void)self;
     if (check_arity(args, 8, "check_v2") < 0) return NULL;
@@ -354,18 +369,9 @@ static PyObject *fast_check_v2(PyObject *self, PyObject *args) {
     if (parse_batch_args(args, 1, &bt, 0) < 0) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 0), &view, PyBUF_SIMPLE) < 0) return NULL;
-    const uint8_t *d = view.buf;
-    Py_ssize_t end = view.len, pos = 0;
-    int64_t prev = INT64_MIN, max_seen = INT64_MIN, n = 0;
-    int clean = bt.count >= 0 && bt.count <= end;
+    int clean;
     Py_BEGIN_ALLOW_THREADS;
-    for (; clean && n < bt.count; n++) {
-        Rec r;
-        Derived dv;
-        if (pos >= end || parse_record(d, &pos, end, &r) < 0 || derive(&bt, &r, &prev, &max_seen, &dv) < 0)
-            clean = 0;
-    }
-    if (clean) clean = batch_clean(&bt, pos, end, n, max_seen);
+    clean = check_batch(view.buf, view.len, &bt);
     Py_END_ALLOW_THREADS;
     PyBuffer_Release(&view);
     return PyBool_FromLong(clean);
@@ -1274,6 +1280,249 @@ static PyObject *fast_nonempty_validity(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* ---- a run's deep check, many batches a call (verify --deep) ------------------------------ */
+
+/* kdump/scan/runs.py checks every batch of a compiled walk's run (kdump/formats/_fastwalk.c) in a
+ * few calls instead of a few Python calls per batch: `zstd_frames` lists the run's zstd payloads that
+ * one-shot decompression takes (one frame, exactly the payload, that states its content size), the
+ * caller decompresses them in one tight loop of the zstd binding's calls, and `check_v2_run`
+ * asks check_v2's question of every batch: of the uncompressed ones in place, of the listed ones on
+ * their decompressed bytes. Positions, sizes and the index are the caller's and bounded here again.
+ *
+ *   zstd_frames(buf, columns, n, lo, hi, max_total) -> (index, segments, sizes)
+ *       index: int64 batch numbers; segments: (uint64 offset in buf, uint64 length) pairs; sizes: uint64 content sizes, whose sum stays
+ *       <= max_total (a payload past it is left out).
+ *   check_v2_run(buf, columns, n, lo, hi, index, datas) -> bytes: per batch lo..hi-1, 1 when
+ *       check_v2 finds it clean, 0 when the reference must read it (a control batch, a record not as
+ *       the fast path reads it), 2 when it is compressed and not in `index` (the caller decompresses
+ *       it itself). datas: the decompressed payload of each batch of `index`, in its order.
+ */
+
+/* The columns of a run (fast_walk.py's column numbers): n int64s per column, column after column. */
+enum {
+    COL_POSITION = 0,
+    COL_BASE_OFFSET = 1,
+    COL_LAST_OFFSET = 2,
+    COL_COUNT = 3,
+    COL_SIZE = 4,
+    COL_ATTRIBUTES = 6,
+    COL_BASE_TS = 7,
+    COL_MAX_TS = 8,
+    RUN_COLUMNS = 13,
+};
+#define V2_HEADER 61 /* offset, length and the v2 header: where the payload starts */
+#define ATTR_CODEC 0x07
+#define ATTR_LOG_APPEND 0x08
+#define ATTR_CONTROL 0x20
+#define CODEC_NONE 0
+#define CODEC_ZSTD 4
+
+typedef struct {
+    Py_buffer buf, cols;
+    Py_ssize_t n, lo, hi;
+} Run;
+
+static void run_release(Run *r) {
+    if (r->buf.obj) PyBuffer_Release(&r->buf);
+    if (r->cols.obj) PyBuffer_Release(&r->cols);
+}
+
+/* args[0:5] = buf, columns, n, lo, hi: the columns must hold n rows; 0 <= lo <= hi <= n. */
+static int run_args(PyObject *args, Py_ssize_t nargs, const char *name, Run *r) {
+    memset(r, 0, sizeof(*r));
+    if (check_arity(args, nargs, name) < 0) return -1;
+    r->n = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 2));
+    r->lo = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 3));
+    r->hi = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 4));
+    if (PyErr_Occurred()) return -1;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 0), &r->buf, PyBUF_SIMPLE) < 0) return -1;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 1), &r->cols, PyBUF_SIMPLE) < 0) {
+        run_release(r);
+        return -1;
+    }
+    if (r->n < 0 || r->n > PY_SSIZE_T_MAX / (RUN_COLUMNS * 8) || r->cols.len < r->n * RUN_COLUMNS * 8 ||
+        r->lo < 0 || r->lo > r->hi || r->hi > r->n) {
+        PyErr_Format(PyExc_ValueError, "%s: columns, n, lo and hi do not agree", name);
+        run_release(r);
+        return -1;
+    }
+    return 0;
+}
+
+/* Column c of batch k (memcpy: the columns' buffer need not be aligned). */
+static inline int64_t run_col(const Run *r, int c, Py_ssize_t k) {
+    int64_t v;
+    memcpy(&v, (const char *)r->cols.buf + ((Py_ssize_t)c * r->n + k) * 8, 8);
+    return v;
+}
+
+/* Batch k's payload inside buf, or -1 when its position and size do not lie inside it. */
+static int run_payload(const Run *r, Py_ssize_t k, const uint8_t **p, Py_ssize_t *len) {
+    int64_t pos = run_col(r, COL_POSITION, k), size = run_col(r, COL_SIZE, k);
+    if (pos < 0 || size < V2_HEADER || pos > r->buf.len || size > r->buf.len - pos) return -1;
+    *p = (const uint8_t *)r->buf.buf + pos + V2_HEADER;
+    *len = (Py_ssize_t)size - V2_HEADER;
+    return 0;
+}
+
+/* The length of the zstd frame at p (RFC 8878, 3.1.1: header, blocks, checksum) and the content
+ * size its header states; -1 when it is not a zstd frame (a skippable one included), states no
+ * content size, or does not end by len. Only the framing is read: the library checks the rest. */
+static Py_ssize_t zstd_frame(const uint8_t *p, Py_ssize_t len, uint64_t *content_size) {
+    static const int did_size[4] = {0, 1, 2, 4};
+    static const int fcs_size[4] = {0, 2, 4, 8};
+    if (len < 6) return -1;
+    if (p[0] != 0x28 || p[1] != 0xB5 || p[2] != 0x2F || p[3] != 0xFD) return -1;
+    uint8_t fhd = p[4];
+    int single = (fhd >> 5) & 1;
+    if (fhd & 0x08) return -1; /* reserved bit */
+    int fcs = (fhd >> 6) == 0 ? single : fcs_size[fhd >> 6];
+    if (fcs == 0) return -1;
+    Py_ssize_t q = 5 + (single ? 0 : 1) + did_size[fhd & 3];
+    if (fcs > len - q) return -1;
+    uint64_t v = 0;
+    for (int i = 0; i < fcs; i++) v |= (uint64_t)p[q + i] << (8 * i);
+    if (fcs == 2) v += 256;
+    q += fcs;
+    for (;;) {
+        if (len - q < 3) return -1;
+        uint32_t bh = (uint32_t)p[q] | (uint32_t)p[q + 1] << 8 | (uint32_t)p[q + 2] << 16;
+        q += 3;
+        int type = (bh >> 1) & 3;
+        Py_ssize_t body = type == 1 ? 1 : (Py_ssize_t)(bh >> 3);
+        if (type == 3 || body > len - q) return -1;
+        q += body;
+        if (bh & 1) break;
+    }
+    if (fhd & 0x04) {
+        if (len - q < 4) return -1;
+        q += 4;
+    }
+    *content_size = v;
+    return q;
+}
+
+static PyObject *fast_zstd_frames(PyObject *self, PyObject *args) {
+    (void)self;
+    Run r;
+    if (run_args(args, 6, "zstd_frames", &r) < 0) return NULL;
+    unsigned long long max_total = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(args, 5));
+    if (PyErr_Occurred()) {
+        run_release(&r);
+        return NULL;
+    }
+    Py_ssize_t most = r.hi - r.lo, m = 0;
+    int64_t *index = PyMem_Malloc(most ? (size_t)most * 8 : 1);
+    uint64_t *segments = PyMem_Malloc(most ? (size_t)most * 16 : 1);
+    uint64_t *sizes = PyMem_Malloc(most ? (size_t)most * 8 : 1);
+    PyObject *out = NULL;
+    if (index == NULL || segments == NULL || sizes == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    uint64_t total = 0;
+    for (Py_ssize_t k = r.lo; k < r.hi; k++) {
+        int64_t attrs = run_col(&r, COL_ATTRIBUTES, k);
+        const uint8_t *p;
+        Py_ssize_t len;
+        uint64_t size;
+        if ((attrs & ATTR_CONTROL) || (attrs & ATTR_CODEC) != CODEC_ZSTD) continue;
+        if (run_payload(&r, k, &p, &len) < 0 || zstd_frame(p, len, &size) != len) continue;
+        /* An empty frame (a batch of no records, rare) is left to the caller's one-shot path. */
+        if (size == 0 || size > max_total - total) continue;
+        total += size;
+        index[m] = k;
+        segments[2 * m] = (uint64_t)(p - (const uint8_t *)r.buf.buf);
+        segments[2 * m + 1] = (uint64_t)len;
+        sizes[m] = size;
+        m++;
+    }
+    out = Py_BuildValue("(y#y#y#)", (const char *)index, m * 8, (const char *)segments, m * 16,
+                        (const char *)sizes, m * 8);
+done:
+    PyMem_Free(index);
+    PyMem_Free(segments);
+    PyMem_Free(sizes);
+    run_release(&r);
+    return out;
+}
+
+static PyObject *fast_check_v2_run(PyObject *self, PyObject *args) {
+    (void)self;
+    Run r;
+    if (run_args(args, 7, "check_v2_run", &r) < 0) return NULL;
+    PyObject *datas = PyTuple_GET_ITEM(args, 6), *out = NULL;
+    Py_buffer index = {0}, *views = NULL;
+    Py_ssize_t m = 0, got = 0;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 5), &index, PyBUF_SIMPLE) < 0) goto done;
+    m = index.len / 8;
+    if (index.len % 8 || !PyList_Check(datas) || PyList_GET_SIZE(datas) != m) {
+        PyErr_SetString(PyExc_ValueError, "check_v2_run: index and datas do not agree");
+        goto done;
+    }
+    int64_t prev = (int64_t)r.lo - 1;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        int64_t k;
+        memcpy(&k, (const char *)index.buf + j * 8, 8);
+        if (k <= prev || k >= r.hi) {
+            PyErr_SetString(PyExc_ValueError, "check_v2_run: index not increasing inside lo..hi");
+            goto done;
+        }
+        prev = k;
+    }
+    views = PyMem_Calloc(m ? (size_t)m : 1, sizeof(Py_buffer));
+    if (views == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < m; got++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(datas, got), &views[got], PyBUF_SIMPLE) < 0) goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, r.hi - r.lo);
+    if (out == NULL) goto done;
+    char *flags = PyBytes_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS;
+    Py_ssize_t j = 0;
+    for (Py_ssize_t k = r.lo; k < r.hi; k++) {
+        int64_t attrs = run_col(&r, COL_ATTRIBUTES, k), at = -1;
+        if (j < m) memcpy(&at, (const char *)index.buf + j * 8, 8);
+        const uint8_t *d = NULL;
+        Py_ssize_t len = 0;
+        char flag;
+        if (at == k) {
+            d = views[j].buf;
+            len = views[j].len;
+            j++;
+        } else if ((attrs & ATTR_CODEC) == CODEC_NONE && !(attrs & ATTR_CONTROL)) {
+            if (run_payload(&r, k, &d, &len) < 0) d = NULL;
+        }
+        if (attrs & ATTR_CONTROL) {
+            flag = 0;
+        } else if (d != NULL) {
+            Batch bt;
+            bt.base_offset = run_col(&r, COL_BASE_OFFSET, k);
+            bt.last_offset = run_col(&r, COL_LAST_OFFSET, k);
+            bt.base_ts = run_col(&r, COL_BASE_TS, k);
+            bt.max_ts = run_col(&r, COL_MAX_TS, k);
+            bt.count = run_col(&r, COL_COUNT, k);
+            bt.base_seq = -1;
+            bt.log_append = (attrs & ATTR_LOG_APPEND) != 0;
+            bt.check_max_ts = !bt.log_append;
+            flag = (char)check_batch(d, len, &bt);
+        } else {
+            flag = (attrs & ATTR_CODEC) == CODEC_NONE ? 0 : 2;
+        }
+        flags[k - r.lo] = flag;
+    }
+    Py_END_ALLOW_THREADS;
+done:
+    for (Py_ssize_t j = 0; j < got; j++) PyBuffer_Release(&views[j]);
+    PyMem_Free(views);
+    if (index.obj) PyBuffer_Release(&index);
+    run_release(&r);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"decode_v2", fast_decode_v2, METH_VARARGS, "Decode a clean v2 batch's records, or None."},
     {"render_v2", fast_render_v2, METH_VARARGS, "Render a clean v2 batch's records as lines, or None."},
@@ -1283,6 +1532,8 @@ static PyMethodDef methods[] = {
     {"scale_i64", fast_scale_i64, METH_VARARGS, "int64s times a factor, or None on overflow."},
     {"take_fixed", fast_take_fixed, METH_VARARGS, "Fixed-width items gathered by an int32 index."},
     {"nonempty_validity", fast_nonempty_validity, METH_VARARGS, "Validity bitmap of non-empty list entries."},
+    {"zstd_frames", fast_zstd_frames, METH_VARARGS, "A run's zstd payloads one-shot decompression takes."},
+    {"check_v2_run", fast_check_v2_run, METH_VARARGS, "check_v2 of every batch of a run, as flags."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -153,3 +153,74 @@ def test_render_kafka_v2_refuses_wrong_arguments() -> None:
     out = records_c.render_kafka_v2(*args, 4, b"CreateTime", INT64_MAX)
     assert out is not None
     assert out[1:] == (0, [(INT64_MAX, 0)])
+
+
+def _run_columns(n: int, **values: int) -> bytearray:
+    """A run's 13 columns of n rows (fast_walk's column numbers), zero but for the named columns."""
+    cols = bytearray(13 * 8 * n)
+    names = {"position": fast_walk.POSITION, "size": fast_walk.SIZE, "attributes": fast_walk.ATTRIBUTES}
+    for name, v in values.items():
+        for k in range(n):
+            cols[(names[name] * n + k) * 8 : (names[name] * n + k + 1) * 8] = v.to_bytes(
+                8, "little", signed=True
+            )
+    return cols
+
+
+@needs_records
+@pytest.mark.parametrize(
+    ("n", "lo", "hi"),
+    [(2**62, 0, 0), (2**63 - 1, 0, 1), (-1, 0, 0), (3, 0, 4), (3, 2, 1), (3, -1, 2), (4, 0, 4)],
+)
+def test_the_run_check_refuses_a_range_the_columns_do_not_hold(n: int, lo: int, hi: int) -> None:
+    cols = _run_columns(3)
+    with pytest.raises(ValueError, match="columns"):
+        records_c.zstd_frames(b"", cols, n, lo, hi, 1 << 20)
+    with pytest.raises(ValueError, match="columns"):
+        records_c.check_v2_run(b"", cols, n, lo, hi, b"", [])
+
+
+@needs_records
+@pytest.mark.parametrize("position", [-(2**63), -1, 0, 10, 2**62, 2**63 - 1])
+@pytest.mark.parametrize("size", [-(2**63), 0, 60, 61, 62, 2**63 - 1])
+def test_the_run_check_bounds_positions_and_sizes(position: int, size: int) -> None:
+    """Positions and sizes from nowhere (never a walk's): a payload outside the buffer is never read.
+    Uncompressed: not clean (the reference reads it); zstd: not listed (the caller's one-shot path)."""
+    buf = bytes(100)
+    inside = position >= 0 and size >= 61 and position + size <= len(buf)
+    for codec in (0, 4):
+        cols = _run_columns(2, position=position, size=size, attributes=codec)
+        assert records_c.zstd_frames(buf, cols, 2, 0, 2, 1 << 20) == (b"", b"", b"")
+        flags = records_c.check_v2_run(buf, cols, 2, 0, 2, b"", [])
+        # Inside, zeros: an empty payload is a clean batch of no records, any other is not one.
+        expected = 2 if codec else int(inside and size == 61)
+        assert flags == bytes([expected] * 2)
+
+
+@needs_records
+def test_the_run_check_on_misaligned_columns_and_a_bad_index() -> None:
+    batch = build_v2_batch(0, [NewRecord(b"k", b"v", 1000)])
+    h = decode_v2_header(batch, 0, len(batch))
+    run = fast_walk.BatchRun(1, 0, len(batch), bytes(13 * 8), 1, 1000, 0, 0, 0)
+    cols = _run_columns(1, position=0, size=len(batch))
+    for k, v in (
+        (fast_walk.COUNT, 1),
+        (fast_walk.BASE_TIMESTAMP, h.base_timestamp),
+        (fast_walk.MAX_TIMESTAMP, 1000),
+    ):
+        cols[k * 8 : k * 8 + 8] = v.to_bytes(8, "little", signed=True)
+    assert run.n == 1
+    shifted = memoryview(b"\0" + bytes(cols))[1:]
+    assert records_c.check_v2_run(batch, cols, 1, 0, 1, b"", []) == b"\x01"
+    assert records_c.check_v2_run(batch, shifted, 1, 0, 1, b"", []) == b"\x01"
+    for index, datas in (
+        ((0).to_bytes(8, "little"), []),  # a datum short
+        (b"\0" * 7, []),  # not whole int64s
+        ((1).to_bytes(8, "little"), [b""]),  # past hi
+        ((-1).to_bytes(8, "little", signed=True), [b""]),  # before lo
+        ((0).to_bytes(8, "little") * 2, [b"", b""]),  # not increasing
+    ):
+        with pytest.raises(ValueError, match="index"):
+            records_c.check_v2_run(batch, cols, 1, 0, 1, index, datas)
+    with pytest.raises(TypeError):
+        records_c.check_v2_run(batch, cols, 1, 0, 1, (0).to_bytes(8, "little"), [object()])

@@ -10,6 +10,8 @@ holding the compiled answer to the reference's (the pure-Python path, or fastavr
   reference's records, or declined.
 * `compiled_walk`: `scan_log` with and without the compiled walk (`walk_v2`, `headers`) gives the same
   events in every mode.
+* `compiled_deep_run`: verify --deep's check of a run of batches (`zstd_frames`, `check_v2_run`)
+  gives the reference's events; both calls stay in bounds on columns the input garbles.
 * `compiled_indexes`: `build_indexes` equals `build_segment_indexes` + the encoders (or declines where
   those refuse), also for crafted base offsets near -2**63 and 2**63; `index_agrees` says True only
   when the index checks in Python have nothing to say, for a fuzzed index of either kind; an unknown
@@ -48,6 +50,7 @@ from kdump.formats import fast_records, fast_walk
 from kdump.formats.batch import BatchHeader
 from kdump.formats.codecs import decompress
 from kdump.formats.offset_index import decode_offset_index, encode_offset_index
+from kdump.formats.records import Record
 from kdump.formats.time_index import decode_time_index, encode_time_index
 from kdump.ops.dump.files import FileStart
 from kdump.render import fast_lines
@@ -178,6 +181,34 @@ def fuzz_compiled_walk(data: bytes) -> None:
                     return list(scan_log(fixed, deep=deep, mode=mode, base_offset=base))
 
                 assert run() == _reference(run), (deep, mode)
+
+
+def fuzz_compiled_deep_run(data: bytes) -> None:
+    """verify --deep's run check (`scan_log(batch_runs=True, deep=True)`: `zstd_frames`, the zstd
+    loop, `check_v2_run`) gives the reference's events less its records; and the two
+    compiled calls, on the input's first run with positions, sizes, counts and attributes garbled by
+    the input's last bytes, read nothing outside their buffers (the sanitizer build aborts if so)."""
+    fixed = _fix_crcs(data)
+
+    def reference() -> list[str]:
+        return [repr(e) for e in scan_log(fixed, deep=True, base_offset=0) if not isinstance(e, Record)]
+
+    expected = _reference(reference)
+    got: list[str] = []
+    for e in scan_log(fixed, deep=True, base_offset=0, batch_runs=True):
+        got += [repr(h) for h in e.headers()] if isinstance(e, fast_walk.BatchRun) else [repr(e)]
+    assert got == expected
+    compiled = fast_records.compiled
+    walked = fast_walk.walk(fixed, 0, len(fixed), len(fixed), len(fixed), -1, -1, 0)
+    if compiled is None or walked is None:
+        return
+    n = walked[0].n
+    cols = bytearray(walked[0].columns)
+    garbled = (fast_walk.POSITION, fast_walk.SIZE, fast_walk.COUNT, fast_walk.ATTRIBUTES)
+    for i, b in enumerate(data[-16:]):
+        cols[(garbled[i % 4] * n + (b >> 3) % n) * 8 + (b & 7)] ^= b | 1
+    index, _segments, _sizes = compiled.zstd_frames(fixed, cols, n, 0, n, 1 << 20)
+    compiled.check_v2_run(fixed, cols, n, 0, n, index, [fixed[:k] for k in range(len(index) // 8)])
 
 
 def _spans(data: bytes) -> list[BatchHeader]:
@@ -336,6 +367,7 @@ COMPILED_TARGETS = [
     FuzzTarget("compiled_records", fuzz_compiled_records, _log_seeds, 300),
     FuzzTarget("compiled_kafka_lines", fuzz_compiled_kafka_lines, _log_seeds, 200),
     FuzzTarget("compiled_walk", fuzz_compiled_walk, _log_seeds, 200),
+    FuzzTarget("compiled_deep_run", fuzz_compiled_deep_run, _log_seeds, 200),
     FuzzTarget("compiled_indexes", fuzz_compiled_indexes, _index_seeds, 400),
     FuzzTarget("compiled_avro_json", fuzz_compiled_avro_json, _avro_seeds, 1000),
 ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import random
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,9 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kdump.formats import fast_records, fast_walk
-from kdump.formats.batch import BatchHeader
+from kdump.formats.batch import BatchHeader, encode_v2_batch
 from kdump.formats.constants import Codec
-from kdump.formats.records import NewRecord, Record
+from kdump.formats.records import NewRecord, Record, encode_v2_record
 from kdump.scan import ScanMode, scan_log
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "matrix"))
@@ -327,3 +327,88 @@ def test_a_large_run_ends_at_its_first_checksum_mismatch(bad: int | None) -> Non
             assert run.end == (positions[first_bad] if first_bad < 40 else len(data))
             assert state.prev_last == run.last_offset
     assert_same(bytes(data), file="f", base_offset=0)
+
+
+def _zstd_batch(base: int, n: int, frame: Callable[[bytes], bytes], *, count: int | None = None) -> bytes:
+    """A checksum-valid zstd v2 batch of n records whose payload is `frame(records' bytes)`."""
+    recs = records(n, value_size=120)
+    payload = b"".join(
+        encode_v2_record(d, r.timestamp - recs[0].timestamp, r.key, r.value, r.headers)
+        for d, r in enumerate(recs)
+    )
+    return encode_v2_batch(
+        base_offset=base,
+        records_payload=frame(payload),
+        count=n if count is None else count,
+        last_offset_delta=n - 1,
+        base_timestamp=recs[0].timestamp,
+        max_timestamp=max(r.timestamp for r in recs),
+        attributes=Codec.ZSTD,
+    )
+
+
+def _frames() -> dict[str, Callable[[bytes], bytes]]:
+    zstandard = pytest.importorskip("zstandard")
+    plain = zstandard.ZstdCompressor(write_content_size=True)
+
+    def corrupt(p: bytes) -> bytes:
+        f = bytearray(plain.compress(p))
+        f[len(f) // 2] ^= 0x55  # framing intact: the library finds it
+        return bytes(f)
+
+    def wrong_size(p: bytes) -> bytes:
+        f = bytearray(zstandard.ZstdCompressor(write_content_size=True, write_checksum=False).compress(p))
+        assert f[4] >> 6 == 1  # a 2-byte content size (+256) right after the window byte
+        f[6] += 1
+        return bytes(f)
+
+    return {
+        "sized": plain.compress,
+        "checksum": zstandard.ZstdCompressor(write_checksum=True).compress,
+        "unsized": lambda p: b"".join(zstandard.ZstdCompressor(write_content_size=False).read_to_iter(p)),
+        "two frames": lambda p: plain.compress(p[:50]) + plain.compress(p[50:]),
+        "trailing": lambda p: plain.compress(p) + b"\x00\x01",
+        "skippable first": lambda p: b"\x50\x2a\x4d\x18\x02\x00\x00\x00ab" + plain.compress(p),
+        "corrupt": corrupt,
+        "wrong size": wrong_size,
+        "cut": lambda p: plain.compress(p)[:-3],
+        "empty frame": lambda p: plain.compress(b""),
+        "raw bytes": lambda p: p,
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(_frames()))
+@pytest.mark.parametrize("many_max", [None, 1000])
+def test_deep_runs_of_crafted_zstd_payloads(
+    kind: str, many_max: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verify --deep's run check (zstd payloads listed by `zstd_frames`, decompressed in one loop,
+    checked in one compiled call) against the reference: a payload it cannot take in one shot
+    (no content size, several frames, trailing or skippable bytes, damaged or cut frames, records that
+    are not what the header says) among clean zstd, uncompressed, lz4 and control batches, in a small
+    run and in a run of more than a chunk of batches (chunks on threads); with a small cap of bytes
+    per chunk too."""
+    from kdump.scan import runs
+
+    if many_max is not None:
+        monkeypatch.setattr(runs, "MANY_MAX_BYTES", many_max)
+    frames = _frames()
+    for big in (False, True):
+        seg = SegmentBuilder(base_offset=0)
+        size = 300 if big else 8
+        for i in range(size):
+            if i % 37 == 5:
+                seg._append(_zstd_batch(seg.next_offset, 6, frames[kind]), 6, 0)
+            elif i % 37 == 9:
+                seg._append(_zstd_batch(seg.next_offset, 4, frames["sized"], count=5), 5, 0)  # a record short
+            elif i % 11 == 3:
+                seg.add_v2(records(3), codec=Codec.LZ4)
+            elif i % 13 == 4:
+                seg.add_marker(7, commit=True)
+            elif i % 7 == 2:
+                seg.add_v2(records(4, value_size=200))
+            else:
+                seg._append(_zstd_batch(seg.next_offset, 8, frames["sized"]), 8, 0)
+        assert (size > runs.CHUNK) == big  # more batches than a chunk: chunks on the pool's threads
+        for mode in ({"deep": True}, {"deep": True, "mode": ScanMode.RECOVERY}):
+            assert_same(bytes(seg.data), file="f", base_offset=0, **mode)
