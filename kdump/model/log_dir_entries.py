@@ -47,6 +47,9 @@ class LogDirEntries:
     # For each name: how many of `problems` come before its entry (where a failure to list it goes).
     slots: builtins.list[int] = field(default_factory=list)
     problems: builtins.list[Finding] = field(default_factory=list)
+    # The indexes (in `names`) of partition directories reached through a symlink or probed: the
+    # others are plain directories of this log dir, so that no two of them are the same directory.
+    probed: set[int] = field(default_factory=set)
     files: builtins.list[Path] = field(default_factory=list)
     leftovers: builtins.list[Path] = field(default_factory=list)
     remote_index_cache: Path | None = None
@@ -96,6 +99,7 @@ class LogDirEntries:
                         "refuses to load the log dir; kdump checked it as a partition",
                     )
                 )
+            self.probed.add(len(self.names))
             self._partition(name)
             return
         kind = classify_name(name, "log-dir")
@@ -121,6 +125,12 @@ class LogDirEntries:
             return PartitionDir.load(p, unknown=self.unknown, listing=listing)
         except PathError as exc:
             return make_finding("unreadable-file", str(p), str(exc))
+
+    def resolved(self, i: int, real: Path) -> Path:
+        """Where the partition directory of `names[i]` is, symlinks resolved (`real`: the log dir's
+        own path resolved): no look at the disk for a plain directory."""
+        name = self.names[i]
+        return (self.path / name).resolve() if i in self.probed else real / name
 
     def problems_with(self, failures: Iterable[tuple[int, Finding]]) -> builtins.list[Finding]:
         """The log dir's findings with those of partitions that could not be listed (by index in

@@ -120,9 +120,16 @@ def _stream(
     entries = target.entries
     assert entries is not None
     todo = list(range(len(entries.names)))
+    if seen is None and entries.probed:
+        seen = set()  # a symlinked partition may be another entry of this log dir: checked once
     if seen is not None:
-        keys = [(entries.path / n).resolve() for n in entries.names]
-        todo = [i for i in todo if keys[i] not in seen]
+        real, planned = target.path.resolve(), []
+        for i in todo:
+            key = entries.resolved(i, real)
+            if key not in seen:
+                seen.add(key)
+                planned.append(i)
+        todo = planned
     sums = PartitionReport(str(target.path), target.kind)
     under = dict.fromkeys(Severity, 0)
     recognised = False
@@ -131,8 +138,6 @@ def _stream(
         if isinstance(outcome, Finding):
             failures.append((i, outcome))
             continue
-        if seen is not None:
-            seen.add(keys[i])
         if progress is not None:
             progress(outcome.log_bytes)
         add_counts(sums, outcome, under)
