@@ -219,6 +219,10 @@ class Target:
         """The bytes in the segment `.log` files of this target, when listed."""
         if self.kind == "file":
             return sum(_size(s.log) for s in self.segments)
+        if self.kind == "log-dirs":
+            return sum(c.log_bytes for c in self.children)
+        if self.entries is not None:
+            return self.entries.log_bytes()
         return sum(p.log_bytes for p in self.partitions())
 
     def taken_as(self, partitions: int | None = None) -> str:

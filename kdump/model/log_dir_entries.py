@@ -132,6 +132,18 @@ class LogDirEntries:
         name = self.names[i]
         return (self.path / name).resolve() if i in self.probed else real / name
 
+    def log_bytes(self) -> int:
+        """The bytes of the partitions' `.log` files, from one `readdir` and a `stat` of each, no
+        partition loaded (a progress bar's total)."""
+        total = 0
+        for name in self.names:
+            try:
+                with os.scandir(self.path / name) as it:
+                    total += sum(e.stat().st_size for e in it if e.name.endswith(".log") and e.is_file())
+            except OSError:
+                continue
+        return total
+
     def problems_with(self, failures: Iterable[tuple[int, Finding]]) -> builtins.list[Finding]:
         """The log dir's findings with those of partitions that could not be listed (by index in
         `names`, in order) each in its entry's place: as `LogDir.load` reports them."""
