@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 # a partition of big segments is then spread over the cores segment by segment.
 STREAM_MIN = 256
 
+# The most partitions dealt to a worker at once (their reports come back together).
+CHUNK = 128
+
 Outcome = PartitionReport | Finding
 
 
@@ -163,7 +166,10 @@ def _outcomes(
     if jobs > 1:
         from kdump.ops.checks import units as dealt
 
-        outcomes = dealt.reports_on_workers(todo, [1] * len(todo), jobs, check)
+        # Ranges of at most about CHUNK partitions: what a worker sends back at once, and what
+        # waits in the owner while an earlier range is still being checked, stays small.
+        chunks = max(jobs * dealt.CHUNKS_PER_JOB, len(todo) // CHUNK)
+        outcomes = dealt.reports_on_workers(todo, [1] * len(todo), jobs, check, chunks)
         if outcomes is not None:
             yield from zip(todo, outcomes, strict=True)
             return
