@@ -120,13 +120,15 @@ def discover_all(
     allow_unknown: bool = False,
     expand_dirs: bool = True,
     keep_unread: bool = False,
+    lazy: bool = False,
 ) -> tuple[list[Target], bool]:
     """Classify every path (a path given twice counts once); say on stderr what a path was taken
     to be where its name does not say (a file read by its content, a directory of log dirs);
     report the unreadable ones there. With `expand_dirs`, a directory of log dirs becomes
     the log dirs under it, and the findings about its own entries are said on stderr. A path
     that is no regular file (a FIFO, socket or device) is never read: it is said on stderr, counts
-    as unreadable (exit 3), and is left out unless `keep_unread` (verify reports it instead)."""
+    as unreadable (exit 3), and is left out unless `keep_unread` (verify reports it instead).
+    `lazy`: log dirs' partitions are named, not loaded (`discover`)."""
     unknown = Severity.INFO if allow_unknown else Severity.ERROR
     targets: list[Target] = []
     failed = False
@@ -138,7 +140,7 @@ def discover_all(
             continue
         seen.add(key)
         try:
-            target = discover(p, unknown=unknown)
+            target = discover(p, unknown=unknown, lazy=lazy)
         except KdumpError as exc:
             diag(str(exc))
             failed = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import ExitStack
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,10 @@ from kdump.cli.output import (
 from kdump.errors import KdumpError
 from kdump.findings import Severity
 from kdump.model.log_dir import expand
-from kdump.ops.checks.verify import PartitionReport, VerifyOptions, verify_targets
+from kdump.ops.checks.log_dir_stream import verify_streamed
+from kdump.ops.checks.verify import PartitionReport, VerifyOptions
 from kdump.ops.tiered.partitions import TieredContext
+from kdump.render.report import Tally
 
 
 @click.command("verify")
@@ -135,7 +138,9 @@ def verify_command(
     fmt = resolve_format(fmt)
     stores, paths = split_remote_stores(paths)
     targets, unreadable = (
-        discover_all(paths, allow_unknown=allow_unknown, expand_dirs=False, keep_unread=True)
+        discover_all(
+            paths, allow_unknown=allow_unknown, expand_dirs=False, keep_unread=True, lazy=engine != "spark"
+        )
         if paths
         else ([], False)
     )
@@ -154,22 +159,25 @@ def verify_command(
             raise click.UsageError("--master and --output go with --engine spark")
         with ExitStack() as stack:
             progress = progress_bar(stack, targets, fmt, "verifying")
+            # Kept: every report where the JUnit file or the table lists them; else only those with
+            # findings (the exit code's), the rest counted as they go (`Tally`: 100,000 partitions).
+            keep_all = bool(junit) or fmt == "rich"
             reports = []
+            tally = Tally()
             printer = _Printer(fmt, floor)
-            for report in verify_targets(targets, options, progress, tiered):
-                reports.append(report)
+            for report in chain(
+                verify_streamed(targets, options, progress, tiered), verify_stores(stores, tiered, options)
+            ):
+                tally.add(report)
+                if keep_all or report.findings:
+                    reports.append(report)
                 if progress is not None:
                     progress.clear()  # stdout may be the same terminal: never print onto the bar
-                printer.report(report)
-            for report in verify_stores(stores, tiered, options):
-                reports.append(report)
-                if progress is not None:
-                    progress.clear()
                 printer.report(report)
             code = _write_junit(junit, reports, threshold, _exit_code(reports, threshold, unreadable))
             if progress is not None:
                 progress.finish()  # on its own line before the total
-            printer.finish(reports, code)
+            printer.finish(reports, tally, code)
     sys.exit(code)
 
 
@@ -265,8 +273,11 @@ class _Printer:
             sys.stdout.write("\n".join(render.report_lines(r, shown)) + "\n")
         sys.stdout.flush()
 
-    def finish(self, reports: list[PartitionReport], code: int) -> None:
-        _print_reports(reports, self.fmt, code, only_total=True, console=self.console, floor=self.floor)
+    def finish(self, reports: list[PartitionReport], tally: Tally, code: int) -> None:
+        """The total (`tally`) and, as a table, every report (`reports`, all kept for it)."""
+        _print_reports(
+            reports, self.fmt, code, only_total=True, console=self.console, floor=self.floor, tally=tally
+        )
 
 
 def _print_reports(
@@ -276,6 +287,7 @@ def _print_reports(
     only_total: bool = False,
     console: Any = None,
     floor: Severity = Severity.INFO,
+    tally: Tally | None = None,
 ) -> None:
     from kdump.render import report as render
 
@@ -284,7 +296,7 @@ def _print_reports(
         for r in reports:
             printer.report(r)
         console = printer.console
-    total = render.overall_row(reports, code)
+    total = render.overall_row(reports if tally is None else tally, code)
     if fmt == "json":
         import json
 

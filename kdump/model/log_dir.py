@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kdump.errors import PathError
-from kdump.findings import Finding, Severity, make_finding
+from kdump.findings import Finding, Severity
 from kdump.formats.filenames import (
     LOG_DIR_FILES,
     META_PROPERTIES,
@@ -29,8 +29,6 @@ from kdump.formats.filenames import (
 )
 from kdump.model.entries import (
     FileType,
-    NameKind,
-    classify_name,
     entry_findings,
     file_kind,
     leftover_description,
@@ -41,8 +39,10 @@ from kdump.model.entries import (
     unknown_finding,
 )
 from kdump.model.listing import Listing
+from kdump.model.log_dir_entries import LogDirEntries
 from kdump.model.partition import PartitionDir
 from kdump.model.segment import Segment, base_offset_from_content
+from kdump.store.paths import StoredPath
 from kdump.store.queries import as_path, can_list
 
 LOCK_FILE = ".lock"
@@ -67,55 +67,18 @@ class LogDir:
         cls, path: Path, *, unknown: Severity = Severity.ERROR, listing: Listing | None = None
     ) -> LogDir:
         """List and classify a log dir's entries (no file contents are read)."""
-        listing = listing or Listing()
-        log_dir = cls(path)
-        names = listing.names(path)
-        if isinstance(names, str):
-            raise PathError(f"cannot list {path}: {names}")
-        for name in names:
-            p = path / name
-            pr = listing.probe(p)
-            if pr.type == FileType.DIR and name == REMOTE_LOG_INDEX_CACHE:
-                log_dir.remote_index_cache = p
-                continue
-            if pr.type == FileType.DIR:
-                if parse_partition_dir_name(name) is None:
-                    if not _holds_segments(p, listing):
-                        log_dir.problems.append(unknown_finding(pr, "log dir", unknown))
-                        continue
-                    log_dir.problems.append(
-                        make_finding(
-                            "partition-name-invalid",
-                            str(p),
-                            f"{name} holds segment files but is not named <topic>-<partition>: the broker "
-                            "refuses to load the log dir; kdump checked it as a partition",
-                        )
-                    )
-                try:
-                    log_dir.partitions.append(PartitionDir.load(p, unknown=unknown, listing=listing))
-                except PathError as exc:
-                    log_dir.problems.append(make_finding("unreadable-file", str(p), str(exc)))
-                continue
-            kind = classify_name(name, "log-dir")
-            if pr.type != FileType.FILE:
-                log_dir.problems.extend(entry_findings(pr, "a log dir file"))
-                continue
-            if kind == NameKind.UNKNOWN:
-                log_dir.problems.append(unknown_finding(pr, "log dir", unknown))
-                continue
-            why = readable(pr)
-            if why is not None:
-                log_dir.problems.append(make_finding("unreadable-file", str(p), f"cannot read {name}: {why}"))
-            elif kind == NameKind.LEFTOVER:
-                log_dir.leftovers.append(p)
+        entries = LogDirEntries.list(path, unknown=unknown, listing=listing)
+        log_dir = cls(path, files=entries.files, leftovers=entries.leftovers)
+        log_dir.remote_index_cache = entries.remote_index_cache
+        failures: list[tuple[int, Finding]] = []
+        for i, name in enumerate(entries.names):
+            part = entries.load_partition(name, listing)
+            if isinstance(part, PartitionDir):
+                log_dir.partitions.append(part)
             else:
-                log_dir.files.append(p)
+                failures.append((i, part))
+        log_dir.problems = entries.problems_with(failures)
         return log_dir
-
-
-def _holds_segments(path: Path, listing: Listing) -> bool:
-    names = listing.names(path)
-    return not isinstance(names, str) and any(parse_segment_file_name(n) is not None for n in names)
 
 
 def _holds_partition_files(names: list[str]) -> bool:
@@ -216,14 +179,22 @@ class Target:
     remote_index_cache: Path | None = None
     # A log dir found in a directory of log dirs (beside other brokers' log dirs).
     among_log_dirs: bool = False
+    # A log dir listed lazily (`discover(lazy=True)`): its partitions by name, loaded when asked.
+    entries: LogDirEntries | None = None
 
     @property
     def idle_log_dir(self) -> bool:
         """A broker's log dir with no partition (`meta.properties`, its checkpoints): a freshly formatted
         broker, or one that holds no replica, which is healthy, not a path with nothing in it."""
+        return self._idle(self._partition_count())
+
+    def _partition_count(self) -> int:
+        return len(self.entries.names) if self.entries is not None else len(self.parts)
+
+    def _idle(self, partitions: int) -> bool:
         return (
             self.kind == "log-dir"
-            and not self.parts
+            and not partitions
             and self.remote_index_cache is None
             and any(p.name == META_PROPERTIES for p in self.log_dir_files)
         )
@@ -232,6 +203,9 @@ class Target:
         """The partition directories of this target (for log-dirs: of every log dir under it)."""
         if self.kind == "log-dirs":
             return [p for c in self.children for p in c.partitions()]
+        if self.entries is not None:
+            found = (self.entries.load_partition(n) for n in self.entries.names)
+            return [p for p in found if isinstance(p, PartitionDir)]
         if not self.parts:
             # A target built by hand (not by `discover`) is listed when asked.
             if self.kind == "partition":
@@ -245,18 +219,24 @@ class Target:
         """The bytes in the segment `.log` files of this target, when listed."""
         if self.kind == "file":
             return sum(_size(s.log) for s in self.segments)
+        if self.kind == "log-dirs":
+            return sum(c.log_bytes for c in self.children)
+        if self.entries is not None:
+            return self.entries.log_bytes()
         return sum(p.log_bytes for p in self.partitions())
 
-    def taken_as(self) -> str:
-        """What kdump took the given path to be, in words."""
+    def taken_as(self, partitions: int | None = None) -> str:
+        """What kdump took the given path to be, in words (`partitions`: how many of a lazily listed
+        log dir's partition directories could be listed, once known)."""
+        count = self._partition_count() if partitions is None else partitions
         if self.kind == "log-dirs":
             return f"a directory of {len(self.children)} log dirs"
         if self.kind == "log-dir" and self.remote_index_cache == self.path:
             return "a remote index cache"
-        if self.idle_log_dir:
+        if self._idle(count):
             return "an idle broker's log dir, with no partition"
         if self.kind == "log-dir":
-            return f"a log dir of {len(self.parts)} partitions"
+            return f"a log dir of {count} partitions"
         if self.kind == "partition":
             segs = len(self.parts[0].segments) if self.parts else 0
             return f"a partition directory of {segs} segments"
@@ -270,8 +250,9 @@ def _size(path: Path | None) -> int:
         return 0
 
 
-def discover(given: str, *, unknown: Severity = Severity.ERROR) -> Target:
-    """Classify a path the user gave, and every entry under it.
+def discover(given: str, *, unknown: Severity = Severity.ERROR, lazy: bool = False) -> Target:
+    """Classify a path the user gave, and every entry under it (with `lazy`, a local log dir's
+    partition directories are only named: `Target.entries`, loaded as they are worked on).
 
     Raises:
         PathError: it does not exist or cannot be read.
@@ -296,15 +277,17 @@ def discover(given: str, *, unknown: Severity = Severity.ERROR) -> Target:
     if path.name == REMOTE_LOG_INDEX_CACHE:  # the broker's fixed name
         # Given on its own: checked as the log dir above it would check it, without its partitions.
         return Target(given, path, "log-dir", path.parent, remote_index_cache=path)
-    return _dir_target(given, path, unknown, 0, listing)
+    return _dir_target(given, path, unknown, 0, listing, lazy)
 
 
-def _dir_target(given: str, path: Path, unknown: Severity, depth: int, listing: Listing) -> Target:
+def _dir_target(
+    given: str, path: Path, unknown: Severity, depth: int, listing: Listing, lazy: bool = False
+) -> Target:
     if looks_like_partition_dir(path, listing) and not looks_like_log_dir(path, listing):
         part = PartitionDir.load(path, unknown=unknown, listing=listing)
         return Target(given, path, "partition", _holding_log_dir(path.resolve(), listing), parts=(part,))
     if looks_like_log_dir(path, listing) or depth >= MAX_LOG_DIR_DEPTH:
-        return _log_dir_target(given, path, unknown, listing)
+        return _log_dir_target(given, path, unknown, listing, lazy)
     children = []
     problems: list[Finding] = []
     names = listing.names(path)
@@ -312,7 +295,7 @@ def _dir_target(given: str, path: Path, unknown: Severity, depth: int, listing: 
         p = path / name
         pr = listing.probe(p)
         if pr.type == FileType.DIR and _holds_log_dirs(p, depth + 1, listing):
-            child = _dir_target(os.path.join(given, name), p, unknown, depth + 1, listing)
+            child = _dir_target(os.path.join(given, name), p, unknown, depth + 1, listing, lazy)
             children.append(replace(child, among_log_dirs=True) if child.kind == "log-dir" else child)
         elif pr.type in (FileType.DIR, FileType.FILE):
             problems.append(unknown_finding(pr, "directory of log dirs", unknown))
@@ -321,7 +304,7 @@ def _dir_target(given: str, path: Path, unknown: Severity, depth: int, listing: 
     if not children:
         # Nothing Kafka-shaped anywhere below: call it a log dir with no partitions, so its entries
         # are reported as unrecognised and the command says it found nothing to work on.
-        return _log_dir_target(given, path, unknown, listing)
+        return _log_dir_target(given, path, unknown, listing, lazy)
     return Target(given, path, "log-dirs", None, tuple(problems), tuple(children))
 
 
@@ -336,7 +319,22 @@ def _holds_log_dirs(path: Path, depth: int, listing: Listing) -> bool:
     )
 
 
-def _log_dir_target(given: str, path: Path, unknown: Severity, listing: Listing) -> Target:
+def _log_dir_target(
+    given: str, path: Path, unknown: Severity, listing: Listing, lazy: bool = False
+) -> Target:
+    if lazy and not isinstance(path, StoredPath):
+        entries = LogDirEntries.list(path, unknown=unknown, listing=listing)
+        found = [*entries.problems, *(leftover_finding(p) for p in entries.leftovers)]
+        return Target(
+            given,
+            path,
+            "log-dir",
+            path,
+            tuple(found),
+            log_dir_files=tuple(entries.files),
+            remote_index_cache=entries.remote_index_cache,
+            entries=entries,
+        )
     log_dir = LogDir.load(path, unknown=unknown, listing=listing)
     problems = list(log_dir.problems)
     problems.extend(leftover_finding(p) for p in log_dir.leftovers)

@@ -100,29 +100,69 @@ def coverage_text(log_bytes: int, checked_bytes: int, limited: bool) -> str:
     return f"checked {checked_bytes} of {log_bytes} log bytes ({share:.1f}%{why})"
 
 
-def overall_row(reports: Sequence[PartitionReport], exit_code: int) -> dict[str, Any]:
+class Tally:
+    """What the overall summary counts, added up as reports go by: a verify of 100,000 partitions
+    need not keep their reports to say its total."""
+
+    __slots__ = (
+        "batches",
+        "checked",
+        "findings",
+        "limited",
+        "log_bytes",
+        "log_dirs",
+        "partitions",
+        "records",
+        "segments",
+        "size",
+        "uncounted",
+    )
+
+    def __init__(self) -> None:
+        self.log_dirs = self.partitions = self.segments = self.batches = self.records = 0
+        self.uncounted = self.size = self.log_bytes = self.checked = 0
+        self.limited = False
+        self.findings = dict.fromkeys(Severity, 0)
+
+    def add(self, r: PartitionReport) -> None:
+        """Count one report in."""
+        self.log_dirs += r.kind == "log-dir"
+        for s in self.findings:
+            self.findings[s] += r.count(s)
+        if not r.is_leaf:
+            return
+        self.partitions += 1
+        self.segments += r.segments
+        self.batches += r.batches
+        self.records += r.records
+        self.uncounted += r.uncounted
+        self.size += r.size
+        self.log_bytes += r.log_bytes
+        self.checked += r.checked_bytes
+        self.limited = self.limited or r.limited
+
+
+def overall_row(reports: Sequence[PartitionReport] | Tally, exit_code: int) -> dict[str, Any]:
     """The overall verify summary as a JSON object (counts of partitions and files given alone;
     findings of every report, log dirs' own included)."""
-    leaves = [r for r in reports if r.is_leaf]
+    if isinstance(reports, Tally):
+        t = reports
+    else:
+        t = Tally()
+        for r in reports:
+            t.add(r)
     return {
         "type": "summary",
         "file": None,
         "scope": "overall",
-        "log_dirs": sum(1 for r in reports if r.kind == "log-dir"),
-        "partitions": len(leaves),
-        "segments": sum(r.segments for r in leaves),
-        "batches": sum(r.batches for r in leaves),
-        **records_fields(sum(r.records for r in leaves), sum(r.uncounted for r in leaves)),
-        "size": sum(r.size for r in leaves),
-        **coverage_fields(
-            sum(r.log_bytes for r in leaves),
-            sum(r.checked_bytes for r in leaves),
-            any(r.limited for r in leaves),
-        ),
-        "findings": {
-            s.label: sum(r.count(s) for r in reports)
-            for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)
-        },
+        "log_dirs": t.log_dirs,
+        "partitions": t.partitions,
+        "segments": t.segments,
+        "batches": t.batches,
+        **records_fields(t.records, t.uncounted),
+        "size": t.size,
+        **coverage_fields(t.log_bytes, t.checked, t.limited),
+        "findings": {s.label: t.findings[s] for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)},
         "exit_code": exit_code,
     }
 

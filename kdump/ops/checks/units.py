@@ -59,23 +59,28 @@ def _run_chunk(span: tuple[int, int]) -> list[Any]:
 
 
 def reports_on_workers(
-    units: Sequence[Any], weights: Sequence[int], jobs: int, report: Callable[[Any], Any]
+    units: Sequence[Any],
+    weights: Sequence[int],
+    jobs: int,
+    report: Callable[[Any], Any],
+    chunks: int | None = None,
 ) -> Iterator[Any] | None:
-    """`report(unit)` for every unit, in order, on `jobs` forked workers; None where no pool can be
-    had (the caller then works in this process)."""
+    """`report(unit)` for every unit, in order, on `jobs` forked workers, dealt in about `chunks`
+    ranges (default `CHUNKS_PER_JOB` per worker); None where no pool can be had (the caller then
+    works in this process)."""
     from kdump.ops.common.workers import process_pools_work
 
     if not process_pools_work():
         return None
-    return _reports(units, weights, jobs, report)
+    return _reports(units, weights, jobs, report, chunks or jobs * CHUNKS_PER_JOB)
 
 
 def _reports(
-    units: Sequence[Any], weights: Sequence[int], jobs: int, report: Callable[[Any], Any]
+    units: Sequence[Any], weights: Sequence[int], jobs: int, report: Callable[[Any], Any], chunks: int
 ) -> Iterator[Any]:
     from kdump.ops.common.workers import worker_pool
 
-    spans = deal(weights, jobs * CHUNKS_PER_JOB)
+    spans = deal(weights, chunks)
     _WORK.append((units, report))
     # The plan (10,000 partitions: some 40 MB of objects) is read by the workers, never changed:
     # frozen, the workers' collector neither walks it nor copies its pages on the way. (Left frozen

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +23,8 @@ from kdump.model.segment import Segment
 from kdump.ops.checks.continuity import check_offset_holes, check_overlaps, cleanup_policy, salvage_first
 from kdump.ops.checks.epochs import check_leader_epochs
 from kdump.ops.checks.open_txns import check_open_transactions
+from kdump.ops.checks.report import PartitionReport as PartitionReport
+from kdump.ops.checks.report import VerifyOptions as VerifyOptions
 from kdump.ops.checks.segment import SegmentResult, check_segment
 from kdump.ops.checks.stale_index import lazy_active_index, soften_recovered_indexes
 from kdump.ops.checks.state import TEXT_KINDS, check_snapshot, check_text_state
@@ -30,7 +32,7 @@ from kdump.ops.checks.strays import find_strays
 from kdump.ops.checks.swaps import losing_swaps
 from kdump.ops.checks.time_index import check_closed_time_indexes
 from kdump.ops.checks.transactions import check_transactions
-from kdump.ops.tiered.partitions import LogStartCheckpoints, TieredContext, TieredFacts, tiered_facts
+from kdump.ops.tiered.partitions import LogStartCheckpoints, TieredContext, tiered_facts
 from kdump.store.queries import listing_findings, partition_listing_findings
 
 if TYPE_CHECKING:
@@ -42,79 +44,18 @@ PARALLEL_THRESHOLD_BYTES = 16 << 20
 Progress = Callable[[int], None]
 
 
-@dataclass(frozen=True, slots=True)
-class VerifyOptions:
-    """How to verify."""
-
-    deep: bool = False
-    max_bytes: int | None = None
-    jobs: int = 0  # 0: all cores
-    # Accept a given path whose segments hold no byte (a new broker's empty partitions).
-    allow_empty: bool = False
-
-
-@dataclass(slots=True)
-class PartitionReport:
-    """Everything verify found in one partition directory or file given alone; a log dir ("log-dir") and a
-    directory of log dirs ("log-dirs") get one too: their own entries' findings, their partitions' counts.
-    `log_bytes` is what the `.log` files held when listed, `checked_bytes` what the scans covered: they
-    differ only where `--max-bytes` asked for less (`limited`) or a finding says why."""
-
-    label: str
-    kind: str  # "partition" | "file" | "log-dir" | "log-dirs"
-    findings: list[Finding] = field(default_factory=list)
-    segments: int = 0
-    batches: int = 0
-    records: int = 0
-    uncounted: int = 0  # batches whose records are not in `records` (their codec is missing here)
-    size: int = 0
-    valid_bytes: int = 0
-    first_offset: int | None = None
-    last_offset: int | None = None
-    first_offset_known: bool = True  # else `first_offset` is a wrapper's last offset: the first is at most it
-    log_bytes: int = 0
-    checked_bytes: int = 0
-    limited: bool = False
-    partitions: int = 0  # log-dir and log-dirs reports: how many partitions they hold
-    # It holds a file a broker writes (a segment file, even empty, a state file, meta.properties):
-    # what a broker keeps, however little, as opposed to a path with nothing of Kafka's in it.
-    recognised: bool = False
-    taken_as: str | None = None  # for a path as given: what kdump took it to be
-    # Where the log-start-offset checkpoint is below the first segment: tiered or not, both log starts.
-    tiered: TieredFacts | None = None
-
-    # Log dirs and directories of log dirs: findings by severity under them, their own included.
-    under: dict[Severity, int] = field(default_factory=dict)
-
-    def count(self, severity: Severity) -> int:
-        """How many of this report's own findings have this severity."""
-        return sum(1 for f in self.findings if f.severity == severity)
-
-    def total(self, severity: Severity) -> int:
-        """How many findings of this severity it stands for: its own, and for a log dir (or a
-        directory of log dirs) every one of the partitions under it."""
-        return self.count(severity) if self.is_leaf else self.under.get(severity, 0)
-
-    def worst(self) -> Severity | None:
-        """The highest severity found, or None when clean."""
-        return max((f.severity for f in self.findings), default=None)
-
-    @property
-    def is_leaf(self) -> bool:
-        """A partition or a file: the reports whose counts the totals add up."""
-        return self.kind in ("partition", "file")
-
-
 Unit = tuple[Target, PartitionDir | None, list[Segment]]
 Plan = list[tuple[Target, list[Unit]]]
 
 
-def plan_verify(targets: Iterable[Target]) -> Plan:
+def plan_verify(
+    targets: Iterable[Target], seen: set[Path] | None = None, dirs: set[Path] | None = None
+) -> Plan:
     """Verify's units, in order, per target (directories of log dirs expanded): each directory and
-    partition directory (reached twice, by a path given twice or nested paths, only once), or
-    the segment(s) of a file given alone."""
-    seen: set[Path] = set()
-    dirs: set[Path] = set()
+    partition directory (reached twice, by a path given twice or nested paths, only once: `seen`
+    and `dirs` hold those already planned), or the segment(s) of a file given alone."""
+    seen = set() if seen is None else seen
+    dirs = set() if dirs is None else dirs
     plans: Plan = []
     for target in expand(list(targets)):
         if target.kind != "file" and target.path.resolve() in dirs:
@@ -214,10 +155,12 @@ def assemble(
     leaves: Iterator[PartitionReport],
     options: VerifyOptions,
     tiered: TieredContext | None = None,
+    rollups: dict[Path, PartitionReport] | None = None,
 ) -> Iterator[PartitionReport]:
     """The reports of a plan, in order: each unit's (`leaves`, in plan order) with its coverage and
-    tiered storage judged, then each directory target's roll-up."""
-    rollups: dict[Path, PartitionReport] = {}
+    tiered storage judged, then each directory target's roll-up (kept in `rollups`, by path, for the
+    directory of log dirs holding it)."""
+    rollups = {} if rollups is None else rollups
     ctx, starts = tiered if tiered is not None else TieredContext(), LogStartCheckpoints()
     for target, units in plans:
         done: list[PartitionReport] = []
@@ -225,7 +168,7 @@ def assemble(
             report = next(leaves)
             report.tiered = tiered_facts(part, unit_target.log_dir_path, ctx, starts) if part else None
             report.findings.extend(report.tiered.gaps if report.tiered is not None else ())
-            _account(report, options)
+            account(report, options)
             if target.kind == "partition":
                 report.taken_as = target.taken_as()
                 _nothing_to_check(report, options, partitions=1)
@@ -239,7 +182,7 @@ def assemble(
         yield rollup
 
 
-def _account(report: PartitionReport, options: VerifyOptions) -> None:
+def account(report: PartitionReport, options: VerifyOptions) -> None:
     """Say when a leaf checked less than it held, unless --max-bytes asked for less."""
     report.limited = options.max_bytes is not None and report.checked_bytes < report.log_bytes
     if report.checked_bytes < report.log_bytes and not report.limited:
@@ -258,7 +201,25 @@ def _rollup(
     children: list[PartitionReport | None],
     options: VerifyOptions,
 ) -> PartitionReport:
-    report = PartitionReport(str(target.path), target.kind, list(target.problems), taken_as=target.taken_as())
+    report = rollup_head(target, list(target.problems), target.taken_as())
+    parts = [r for r in leaves if r.kind == "partition"] + [c for c in children if c is not None]
+    # A formatted log dir with no partition (meta.properties, bootstrap.checkpoint) is a new or idle
+    # broker's: healthy, as a log dir whose partitions hold only empty segments is.
+    report.recognised = bool(target.log_dir_files) or any(r.recognised for r in parts)
+    add_up(report, parts, rollup_check(target, options))
+    return report
+
+
+def rollup_check(target: Target, options: VerifyOptions) -> Callable[[PartitionReport], None] | None:
+    """What judges a directory target's sums (none for a remote index cache given alone)."""
+    if target.remote_index_cache == target.path:  # given on its own: no partition to miss
+        return None
+    return lambda r: _nothing_to_check(r, options, r.partitions)
+
+
+def rollup_head(target: Target, problems: list[Finding], taken_as: str) -> PartitionReport:
+    """A directory target's report before its partitions' counts: its own entries' findings."""
+    report = PartitionReport(str(target.path), target.kind, problems, taken_as=taken_as)
     if target.kind == "log-dir":
         report.findings.extend(_check_log_dir_files(target))
     cache_alone = target.remote_index_cache == target.path  # given on its own: no partition to miss
@@ -268,11 +229,6 @@ def _rollup(
         found, taken_as = remote_index_cache_report(target.remote_index_cache)
         report.findings.extend(found)
         report.taken_as = taken_as if cache_alone else report.taken_as
-    parts = [r for r in leaves if r.kind == "partition"] + [c for c in children if c is not None]
-    # A formatted log dir with no partition (meta.properties, bootstrap.checkpoint) is a new or idle
-    # broker's: healthy, as a log dir whose partitions hold only empty segments is.
-    report.recognised = bool(target.log_dir_files) or any(r.recognised for r in parts)
-    add_up(report, parts, None if cache_alone else lambda r: _nothing_to_check(r, options, r.partitions))
     return report
 
 
@@ -280,20 +236,35 @@ def add_up(
     report: PartitionReport, parts: Sequence[PartitionReport], check: Callable[[PartitionReport], None] | None
 ) -> None:
     """Add the counts under a roll-up to it; `check` judges the sums before the findings are counted."""
+    under = dict.fromkeys(Severity, 0)
     for r in parts:
-        report.partitions += r.partitions if not r.is_leaf else 1
-        report.segments += r.segments
-        report.batches += r.batches
-        report.records += r.records
-        report.uncounted += r.uncounted
-        report.size += r.size
-        report.log_bytes += r.log_bytes
-        report.checked_bytes += r.checked_bytes
-        report.limited = report.limited or r.limited
+        add_counts(report, r, under)
+    close_counts(report, under, check)
+
+
+def add_counts(report: PartitionReport, r: PartitionReport, under: dict[Severity, int]) -> None:
+    """Add one report's counts to a roll-up's, and its findings by severity to `under`."""
+    report.partitions += r.partitions if not r.is_leaf else 1
+    report.segments += r.segments
+    report.batches += r.batches
+    report.records += r.records
+    report.uncounted += r.uncounted
+    report.size += r.size
+    report.log_bytes += r.log_bytes
+    report.checked_bytes += r.checked_bytes
+    report.limited = report.limited or r.limited
+    for sev in Severity:
+        under[sev] += r.total(sev)
+
+
+def close_counts(
+    report: PartitionReport, under: dict[Severity, int], check: Callable[[PartitionReport], None] | None
+) -> None:
+    """Judge a roll-up's sums (`check`), then count the findings under it (`under`) with its own."""
     if check is not None:
         check(report)
     for sev in Severity:
-        report.under[sev] = report.count(sev) + sum(r.total(sev) for r in parts)
+        report.under[sev] = report.count(sev) + under[sev]
 
 
 def _nothing_to_check(report: PartitionReport, options: VerifyOptions, partitions: int) -> None:
