@@ -9,6 +9,7 @@ an exception). Without them the command runs as before.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import sys
@@ -167,6 +168,9 @@ def _files(kafka: dict[str, Any], paths: tuple[str, ...]) -> list[str]:
     return out
 
 
+_WRITE_BYTES = 64 << 10
+
+
 def run(kafka: dict[str, Any], paths: tuple[str, ...], max_bytes: int | None) -> None:
     """Print what kafka-dump-log.sh prints for these flags, then exit with its status."""
     from kdump.render.kafka_tool import (
@@ -207,25 +211,41 @@ def run(kafka: dict[str, Any], paths: tuple[str, ...], max_bytes: int | None) ->
     if not files:
         raise click.UsageError("Missing --files (or PATH): the files to dump.")
     out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+    # Lines gather here and go out in writes of about _WRITE_BYTES: a shallow dump is one short
+    # line per batch, and stdout may be unbuffered (PYTHONUNBUFFERED, `python -u`): a system call
+    # per line was a fifth of the time of `--files` on a segment of 71,246 batches.
+    pending: list[bytes] = []
+    size = 0
 
     def write(line: str | bytes) -> None:
-        if isinstance(line, bytes):  # whole lines, already UTF-8 (the compiled record lines)
-            if out is not None:
-                out.write(line)
-            else:
-                sys.stdout.write(line.decode("utf-8"))
+        nonlocal size
+        if out is None:
+            sys.stdout.write(line.decode("utf-8") if isinstance(line, bytes) else line + "\n")
             return
-        data = line + "\n"
-        if out is not None:
-            out.write(data.encode("utf-8", "surrogatepass"))
-        else:
-            sys.stdout.write(data)
+        # bytes: whole lines, already UTF-8 (the compiled record lines)
+        data = line if isinstance(line, bytes) else (line + "\n").encode("utf-8", "surrogatepass")
+        if len(data) >= _WRITE_BYTES:  # a large batch's record lines: written as they are, no copy
+            drain()
+            out.write(data)
+            return
+        pending.append(data)
+        size += len(data)
+        if size >= _WRITE_BYTES:
+            drain()
+
+    def drain() -> None:
+        nonlocal size
+        if out is not None and pending:
+            out.write(b"".join(pending))
+            pending.clear()
+            size = 0
 
     def say(line: str) -> None:
         flush()
         click.echo(line, err=True)
 
     def flush() -> None:
+        drain()
         (out or sys.stdout).flush()
 
     report = ToolReport(say=say)
@@ -235,6 +255,7 @@ def run(kafka: dict[str, Any], paths: tuple[str, ...], max_bytes: int | None) ->
                 write(line)
     except ToolAbort as exc:
         if out is not None:
+            drain()
             out.write(exc.partial.encode("utf-8", "surrogatepass"))
         else:
             sys.stdout.write(exc.partial)
@@ -245,6 +266,11 @@ def run(kafka: dict[str, Any], paths: tuple[str, ...], max_bytes: int | None) ->
         message = f": {exc.message}" if exc.message else ""
         click.echo(f'Exception in thread "main" {exc.java_class}{message}', err=True)
         sys.exit(1)
+    except BaseException:
+        # What came before a failure is printed, as it was line by line.
+        with contextlib.suppress(OSError):
+            drain()
+        raise
     flush()
     for line in report.summary_lines(opts):
         click.echo(line, err=True)
