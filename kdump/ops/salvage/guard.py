@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -27,41 +26,26 @@ from kdump.ops.repair.faults import command_line, describe_os_error
 from kdump.ops.repair.preflight import Need
 from kdump.ops.repair.safety import CALLS
 
-# Writeback of an output file is started every this many bytes written, so that the disk writes
-# while the records are still being read and rendered, and each fsync at the end waits for its
-# file's last stretch only: a salvage fsyncs about six times the log's bytes (the clean copy and
-# the records files; 0.36 s of fsync on a 134 MB segment when it all waited for the end).
-# POSIX_FADV_DONTNEED starts writeback on Linux without waiting for it; it drops only pages that
-# are already on disk, and the range given is the one just written, still dirty.
-WRITEBACK_BYTES = 32 << 20
-_DONTNEED = getattr(os, "POSIX_FADV_DONTNEED", None)
-
 
 class _Raw(io.RawIOBase):
-    """An output file descriptor whose writes go through `CALLS.write`, written from its start."""
+    """An output file descriptor whose writes go through `CALLS.write`."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._written = 0
-        self._started = 0  # the bytes whose writeback was started
 
     def writable(self) -> bool:
         return True
 
     def write(self, b: Any) -> int:
-        n = int(CALLS.write(self._fd, b))
-        self._written += n
-        if _DONTNEED is not None and self._written - self._started >= WRITEBACK_BYTES:
-            with contextlib.suppress(OSError):
-                os.posix_fadvise(self._fd, self._started, self._written - self._started, _DONTNEED)
-            self._started = self._written
-        return n
+        return int(CALLS.write(self._fd, b))
 
     def fileno(self) -> int:
         return self._fd
 
     def close(self) -> None:
         if not self.closed:
+            import os
+
             try:
                 os.close(self._fd)
             finally:
