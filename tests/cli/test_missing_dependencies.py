@@ -160,7 +160,7 @@ def test_an_unchecked_import_of_an_extra_is_still_one_sentence(
     def missing(*_args: object, **_kw: object) -> None:
         raise ModuleNotFoundError("No module named 'pyarrow'", name="pyarrow")
 
-    monkeypatch.setattr(verify, "verify_targets", missing)
+    monkeypatch.setattr(verify, "verify_streamed", missing)
     monkeypatch.setattr(sys, "argv", ["kdump", "verify", str(SAMPLE / "txn-1")])
     monkeypatch.delenv("KDUMP_DEBUG", raising=False)
     with pytest.raises(SystemExit) as exit_:
@@ -178,7 +178,7 @@ def test_another_missing_module_stays_an_internal_error(
     def missing(*_args: object, **_kw: object) -> None:
         raise ModuleNotFoundError("No module named 'kdump.nothing'", name="kdump.nothing")
 
-    monkeypatch.setattr(verify, "verify_targets", missing)
+    monkeypatch.setattr(verify, "verify_streamed", missing)
     monkeypatch.setattr(sys, "argv", ["kdump", "verify", str(SAMPLE / "txn-1")])
     monkeypatch.delenv("KDUMP_DEBUG", raising=False)
     with pytest.raises(SystemExit) as exit_:
