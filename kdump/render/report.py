@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kdump.findings import Finding, Severity
-from kdump.ops.checks.verify import PartitionReport
+from kdump.ops.checks.report import PartitionReport, add_sums
 
 # `render.rows` and `render.text` (record and payload rendering, the internal topics' decoders) are
 # imported where a finding is rendered: a clean verify never loads them.
@@ -104,42 +104,21 @@ class Tally:
     """What the overall summary counts, added up as reports go by: a verify of 100,000 partitions
     need not keep their reports to say its total."""
 
-    __slots__ = (
-        "batches",
-        "checked",
-        "findings",
-        "limited",
-        "log_bytes",
-        "log_dirs",
-        "partitions",
-        "records",
-        "segments",
-        "size",
-        "uncounted",
-    )
+    __slots__ = ("findings", "log_dirs", "sums")
 
     def __init__(self) -> None:
-        self.log_dirs = self.partitions = self.segments = self.batches = self.records = 0
-        self.uncounted = self.size = self.log_bytes = self.checked = 0
-        self.limited = False
+        self.log_dirs = 0
         self.findings = dict.fromkeys(Severity, 0)
+        # Every partition's and file's counts; the findings are counted above, log dirs' own included.
+        self.sums = PartitionReport("overall", "log-dirs")
 
     def add(self, r: PartitionReport) -> None:
         """Count one report in."""
         self.log_dirs += r.kind == "log-dir"
         for s in self.findings:
             self.findings[s] += r.count(s)
-        if not r.is_leaf:
-            return
-        self.partitions += 1
-        self.segments += r.segments
-        self.batches += r.batches
-        self.records += r.records
-        self.uncounted += r.uncounted
-        self.size += r.size
-        self.log_bytes += r.log_bytes
-        self.checked += r.checked_bytes
-        self.limited = self.limited or r.limited
+        if r.is_leaf:
+            add_sums(self.sums, r)
 
 
 def overall_row(reports: Sequence[PartitionReport] | Tally, exit_code: int) -> dict[str, Any]:
@@ -151,18 +130,19 @@ def overall_row(reports: Sequence[PartitionReport] | Tally, exit_code: int) -> d
         t = Tally()
         for r in reports:
             t.add(r)
+    s = t.sums
     return {
         "type": "summary",
         "file": None,
         "scope": "overall",
         "log_dirs": t.log_dirs,
-        "partitions": t.partitions,
-        "segments": t.segments,
-        "batches": t.batches,
-        **records_fields(t.records, t.uncounted),
-        "size": t.size,
-        **coverage_fields(t.log_bytes, t.checked, t.limited),
-        "findings": {s.label: t.findings[s] for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)},
+        "partitions": s.partitions,
+        "segments": s.segments,
+        "batches": s.batches,
+        **records_fields(s.records, s.uncounted),
+        "size": s.size,
+        **coverage_fields(s.log_bytes, s.checked_bytes, s.limited),
+        "findings": {sev.label: t.findings[sev] for sev in (Severity.ERROR, Severity.WARNING, Severity.INFO)},
         "exit_code": exit_code,
     }
 

@@ -27,7 +27,7 @@ from kdump.findings import Finding, Severity
 from kdump.model.entries import leftover_finding
 from kdump.model.log_dir import Target, expand
 from kdump.model.partition import PartitionDir
-from kdump.ops.checks.report import PartitionReport, VerifyOptions
+from kdump.ops.checks.report import PartitionReport, VerifyOptions, add_sums
 from kdump.ops.checks.verify import (
     Plan,
     Progress,
@@ -149,9 +149,7 @@ def _stream(
     problems = [*entries.problems_with(failures), *(leftover_finding(p) for p in entries.leftovers)]
     report = rollup_head(target, problems, target.taken_as(len(entries.names) - len(failures)))
     report.recognised = bool(target.log_dir_files) or recognised
-    for name in ("partitions", "segments", "batches", "records", "uncounted", "size", "log_bytes"):
-        setattr(report, name, getattr(sums, name))
-    report.checked_bytes, report.limited = sums.checked_bytes, sums.limited
+    add_sums(report, sums)  # the head's counts are zero: its partitions' sums become its own
     close_counts(report, under, rollup_check(target, options))
     return report
 

@@ -72,3 +72,17 @@ class PartitionReport:
     def is_leaf(self) -> bool:
         """A partition or a file: the reports whose counts the totals add up."""
         return self.kind in ("partition", "file")
+
+
+def add_sums(report: PartitionReport, r: PartitionReport) -> None:
+    """Add one report's counts (a partition or file as one partition) to a roll-up's: a log dir's of
+    its partitions, and the overall summary's of every partition and file."""
+    report.partitions += r.partitions if not r.is_leaf else 1
+    report.segments += r.segments
+    report.batches += r.batches
+    report.records += r.records
+    report.uncounted += r.uncounted
+    report.size += r.size
+    report.log_bytes += r.log_bytes
+    report.checked_bytes += r.checked_bytes
+    report.limited = report.limited or r.limited

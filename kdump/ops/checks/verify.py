@@ -25,6 +25,7 @@ from kdump.ops.checks.epochs import check_leader_epochs
 from kdump.ops.checks.open_txns import check_open_transactions
 from kdump.ops.checks.report import PartitionReport as PartitionReport
 from kdump.ops.checks.report import VerifyOptions as VerifyOptions
+from kdump.ops.checks.report import add_sums
 from kdump.ops.checks.segment import SegmentResult, check_segment
 from kdump.ops.checks.stale_index import lazy_active_index, soften_recovered_indexes
 from kdump.ops.checks.state import TEXT_KINDS, check_snapshot, check_text_state
@@ -244,15 +245,7 @@ def add_up(
 
 def add_counts(report: PartitionReport, r: PartitionReport, under: dict[Severity, int]) -> None:
     """Add one report's counts to a roll-up's, and its findings by severity to `under`."""
-    report.partitions += r.partitions if not r.is_leaf else 1
-    report.segments += r.segments
-    report.batches += r.batches
-    report.records += r.records
-    report.uncounted += r.uncounted
-    report.size += r.size
-    report.log_bytes += r.log_bytes
-    report.checked_bytes += r.checked_bytes
-    report.limited = report.limited or r.limited
+    add_sums(report, r)
     for sev in Severity:
         under[sev] += r.total(sev)
 
