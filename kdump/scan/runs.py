@@ -82,6 +82,18 @@ def sub_run(run: fast_walk.BatchRun, i: int, j: int) -> fast_walk.BatchRun:
     )
 
 
+# Each thread's zstd decompression context (a context serves one thread at a time), kept from run to
+# run: both zstd paths below use it.
+_ZSTD_CONTEXT = threading.local()
+
+
+def _thread_decompressor(zstandard: Any) -> Any:
+    dctx = getattr(_ZSTD_CONTEXT, "dctx", None)
+    if dctx is None:
+        dctx = _ZSTD_CONTEXT.dctx = zstandard.ZstdDecompressor()
+    return dctx
+
+
 def _zstd_one_shot() -> Callable[[bytes], bytes | None] | None:
     """zstd's one-shot path of `codecs.decompress` (a single frame that states its size): the same
     bytes it returns; None for any other payload (the reference then decompresses it)."""
@@ -89,13 +101,10 @@ def _zstd_one_shot() -> Callable[[bytes], bytes | None] | None:
         zstandard = codecs.load("zstandard")
     except CodecError:  # missing or broken: the reference path says so, as a finding
         return None
-    local = threading.local()
     limit = DEFAULT_MAX_DECOMPRESSED_SIZE
 
     def one_shot(raw: bytes) -> bytes | None:
-        dctx = getattr(local, "dctx", None)
-        if dctx is None:
-            dctx = local.dctx = zstandard.ZstdDecompressor()
+        dctx = _thread_decompressor(zstandard)
         try:
             size = zstandard.frame_content_size(raw)
             if 0 <= size <= limit:
@@ -117,13 +126,9 @@ def _zstd_many() -> Callable[[Buffer, bytes], list[bytes]] | None:
         zstandard = codecs.load("zstandard")
     except CodecError:
         return None
-    local = threading.local()
 
     def many(buf: Buffer, segments: bytes) -> list[bytes]:
-        dctx = getattr(local, "dctx", None)
-        if dctx is None:
-            dctx = local.dctx = zstandard.ZstdDecompressor()
-        one = dctx.decompress
+        one = _thread_decompressor(zstandard).decompress
         pairs = memoryview(segments).cast("Q")
         view = memoryview(buf)
         return [one(view[at : at + size]) for at, size in zip(pairs[0::2], pairs[1::2], strict=True)]
