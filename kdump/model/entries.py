@@ -115,6 +115,23 @@ def list_dir(path: Path) -> list[str] | str:
         return exc.strerror or str(exc)
 
 
+def list_dir_types(path: Path) -> tuple[list[str], frozenset[str]] | str:
+    """A directory's entry names, sorted, and those of them the directory itself says are
+    directories (no symlink: from the readdir, no look at each entry; none for a stored tree); or
+    why it cannot be listed."""
+    if isinstance(path, StoredPath):
+        names = list_dir(path)
+        return names if isinstance(names, str) else (names, frozenset())
+    try:
+        with os.scandir(path) as it:
+            entries = list(it)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return sorted(e.name for e in entries), frozenset(
+        e.name for e in entries if e.is_dir(follow_symlinks=False)
+    )
+
+
 class NameKind(StrEnum):
     """What Kafka takes a file for by its name."""
 

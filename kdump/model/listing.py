@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kdump.model.entries import FileType, Probe, list_dir, probe
+from kdump.model.entries import FileType, Probe, list_dir_types, probe
 
 __all__ = ["Listing"]
 
@@ -21,17 +21,32 @@ class Listing:
     """The names of each directory and the look at each entry, asked of the disk (or the stored
     tree) once each."""
 
-    __slots__ = ("_names", "_probes")
+    __slots__ = ("_names", "_plain_dirs", "_probes")
 
     def __init__(self) -> None:
         self._names: dict[Path, list[str] | str] = {}
+        self._plain_dirs: dict[Path, frozenset[str]] = {}
         self._probes: dict[Path, Probe] = {}
 
     def names(self, path: Path) -> list[str] | str:
         """A directory's entry names, sorted; or why it cannot be listed."""
         names = self._names.get(path)
         if names is None:
-            names = self._names[path] = list_dir(path)
+            names = self._names[path] = self._list(path)
+        return names
+
+    def plain_dirs(self, path: Path) -> frozenset[str]:
+        """The entries of a listed directory that the directory itself says are directories (no
+        symlink): from the same readdir as `names`, no look at each entry. Empty for a stored tree
+        or one that cannot be listed (its entries are then probed one by one)."""
+        self.names(path)
+        return self._plain_dirs.get(path, frozenset())
+
+    def _list(self, path: Path) -> list[str] | str:
+        listed = list_dir_types(path)
+        if isinstance(listed, str):
+            return listed
+        names, self._plain_dirs[path] = listed
         return names
 
     def probe(self, path: Path) -> Probe:

@@ -7,9 +7,10 @@ the names of its partition directories; each one is loaded when asked (`load_par
 process, and dropped once checked. A partition directory that cannot be listed is a finding of the
 log dir, in the place its entry holds among the log dir's other findings (`problems_with`).
 
-Reading the log dir costs one `readdir`: an entry the directory itself says is a directory (not a
-symlink) and is named `<topic>-<partition>` is taken as a partition directory without a `stat`
-(`stat` follows links and would say the same); every other entry is probed as `LogDir.load` probes it.
+Reading the log dir costs its one listing (`Listing.plain_dirs`): an entry the directory itself says
+is a directory (not a symlink) and is named `<topic>-<partition>` is taken as a partition directory
+without a `stat` (`stat` follows links and would say the same); every other entry is probed as
+`LogDir.load` probes it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from kdump.formats.filenames import (
 from kdump.model.entries import FileType, NameKind, classify_name, entry_findings, readable, unknown_finding
 from kdump.model.listing import Listing
 from kdump.model.partition import PartitionDir
-from kdump.store.paths import StoredPath
 
 __all__ = ["LogDirEntries", "holds_segments"]
 
@@ -65,10 +65,10 @@ class LogDirEntries:
         """
         listing = listing or Listing()
         out = cls(path, unknown)
-        fast = _plain_dirs(path)
         names = listing.names(path)
         if isinstance(names, str):
             raise PathError(f"cannot list {path}: {names}")
+        fast = listing.plain_dirs(path)
         for name in names:
             if name in fast and parse_partition_dir_name(name) is not None:
                 out._partition(name)
@@ -156,19 +156,6 @@ class LogDirEntries:
             out.append(finding)
         out.extend(self.problems[done:])
         return out
-
-
-def _plain_dirs(path: Path) -> frozenset[str]:
-    """The entries the directory itself says are directories (no symlink): one `readdir`, no
-    `stat` each. Empty for a stored tree, or where the file system does not say (then every entry
-    is probed)."""
-    if isinstance(path, StoredPath):
-        return frozenset()
-    try:
-        with os.scandir(path) as it:
-            return frozenset(e.name for e in it if e.is_dir(follow_symlinks=False))
-    except OSError:
-        return frozenset()
 
 
 def holds_segments(path: Path, listing: Listing) -> bool:

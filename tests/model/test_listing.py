@@ -20,14 +20,18 @@ SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 @contextmanager
 def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Counter[str], Counter[str]]]:
-    """(directories listed, entries looked at), by path, while the block runs."""
+    """(directories listed, by listdir or scandir; entries looked at), by path, while the block runs."""
     listed: Counter[str] = Counter()
     looked: Counter[str] = Counter()
-    real_listdir, real_stat = os.listdir, os.stat
+    real_listdir, real_scandir, real_stat = os.listdir, os.scandir, os.stat
 
     def listdir(path: Any = ".") -> list[str]:
         listed[os.fspath(path)] += 1
         return real_listdir(path)
+
+    def scandir(path: Any = ".") -> Any:
+        listed[os.fspath(path)] += 1
+        return real_scandir(path)
 
     def stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
         looked[os.fspath(path)] += 1
@@ -35,6 +39,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Counter[str], Cou
 
     with monkeypatch.context() as m:
         m.setattr(os, "listdir", listdir)
+        m.setattr(os, "scandir", scandir)
         m.setattr(os, "stat", stat)
         yield listed, looked
 

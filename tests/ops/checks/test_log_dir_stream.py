@@ -63,12 +63,12 @@ def odd_log_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     os.mkfifo(log_dir / "orders-7.fifo")
     (log_dir / "orders-9").mkdir(exist_ok=True)
     # orders-12 and orders-30 cannot be listed: each is the log dir's finding, in its entry's place.
-    real = listing_module.list_dir
+    real = listing_module.list_dir_types
 
-    def list_dir(path: Path) -> list[str] | str:
+    def list_dir_types(path: Path) -> tuple[list[str], frozenset[str]] | str:
         return "Permission denied" if path.name in ("orders-12", "orders-30") else real(path)
 
-    monkeypatch.setattr(listing_module, "list_dir", list_dir)
+    monkeypatch.setattr(listing_module, "list_dir_types", list_dir_types)
     return log_dir
 
 

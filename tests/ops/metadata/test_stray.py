@@ -67,13 +67,18 @@ def test_verify_lists_the_metadata_log_once_per_log_dir(
         shutil.copytree(log_dir / "c-none-0", log_dir / f"c-none-{n}")
     metadata = str(log_dir / "__cluster_metadata-0")
     listed: Counter[str] = Counter()
-    real_listdir = os.listdir
+    real_listdir, real_scandir = os.listdir, os.scandir
 
     def listdir(path: Any = ".") -> list[str]:
         listed[os.fspath(path)] += 1
         return real_listdir(path)
 
+    def scandir(path: Any = ".") -> Any:  # the discovery lists by readdir with entry types
+        listed[os.fspath(path)] += 1
+        return real_scandir(path)
+
     monkeypatch.setattr(os, "listdir", listdir)
+    monkeypatch.setattr(os, "scandir", scandir)
     reports = list(verify_targets([discover(str(log_dir))], VerifyOptions(jobs=1)))
     unknown = [r for r in reports if any(f.code == "topic-id-unknown" for f in r.findings)]
     assert len(unknown) == 5  # c-none has one partition: 1-5 are not in the metadata
