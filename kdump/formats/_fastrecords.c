@@ -1289,9 +1289,9 @@ static PyObject *fast_nonempty_validity(PyObject *self, PyObject *args) {
  * asks check_v2's question of every batch: of the uncompressed ones in place, of the listed ones on
  * their decompressed bytes. Positions, sizes and the index are the caller's and bounded here again.
  *
- *   zstd_frames(buf, columns, n, lo, hi, max_total) -> (index, segments, sizes)
- *       index: int64 batch numbers; segments: (uint64 offset in buf, uint64 length) pairs; sizes: uint64 content sizes, whose sum stays
- *       <= max_total (a payload past it is left out).
+ *   zstd_frames(buf, columns, n, lo, hi, max_total) -> (index, segments)
+ *       index: int64 batch numbers; segments: (uint64 offset in buf, uint64 length) pairs; the
+ *       content sizes their frames state sum to at most max_total (a payload past it is left out).
  *   check_v2_run(buf, columns, n, lo, hi, index, datas) -> bytes: per batch lo..hi-1, 1 when
  *       check_v2 finds it clean, 0 when the reference must read it (a control batch, a record not as
  *       the fast path reads it), 2 when it is compressed and not in `index` (the caller decompresses
@@ -1414,9 +1414,8 @@ static PyObject *fast_zstd_frames(PyObject *self, PyObject *args) {
     Py_ssize_t most = r.hi - r.lo, m = 0;
     int64_t *index = PyMem_Malloc(most ? (size_t)most * 8 : 1);
     uint64_t *segments = PyMem_Malloc(most ? (size_t)most * 16 : 1);
-    uint64_t *sizes = PyMem_Malloc(most ? (size_t)most * 8 : 1);
     PyObject *out = NULL;
-    if (index == NULL || segments == NULL || sizes == NULL) {
+    if (index == NULL || segments == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1434,15 +1433,12 @@ static PyObject *fast_zstd_frames(PyObject *self, PyObject *args) {
         index[m] = k;
         segments[2 * m] = (uint64_t)(p - (const uint8_t *)r.buf.buf);
         segments[2 * m + 1] = (uint64_t)len;
-        sizes[m] = size;
         m++;
     }
-    out = Py_BuildValue("(y#y#y#)", (const char *)index, m * 8, (const char *)segments, m * 16,
-                        (const char *)sizes, m * 8);
+    out = Py_BuildValue("(y#y#)", (const char *)index, m * 8, (const char *)segments, m * 16);
 done:
     PyMem_Free(index);
     PyMem_Free(segments);
-    PyMem_Free(sizes);
     run_release(&r);
     return out;
 }

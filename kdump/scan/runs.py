@@ -186,7 +186,7 @@ def _clean_flags(
     zstd, many = codec_calls
     index, datas = b"", []
     if many is not None and run.attributes_or & Codec.ZSTD:
-        index, segments, _sizes = compiled.zstd_frames(buf, run.columns, run.n, lo, hi, MANY_MAX_BYTES)
+        index, segments = compiled.zstd_frames(buf, run.columns, run.n, lo, hi, MANY_MAX_BYTES)
         if index:
             try:
                 datas = many(buf, segments)

@@ -207,7 +207,7 @@ def fuzz_compiled_deep_run(data: bytes) -> None:
     garbled = (fast_walk.POSITION, fast_walk.SIZE, fast_walk.COUNT, fast_walk.ATTRIBUTES)
     for i, b in enumerate(data[-16:]):
         cols[(garbled[i % 4] * n + (b >> 3) % n) * 8 + (b & 7)] ^= b | 1
-    index, _segments, _sizes = compiled.zstd_frames(fixed, cols, n, 0, n, 1 << 20)
+    index, _segments = compiled.zstd_frames(fixed, cols, n, 0, n, 1 << 20)
     compiled.check_v2_run(fixed, cols, n, 0, n, index, [fixed[:k] for k in range(len(index) // 8)])
 
 
