@@ -164,10 +164,12 @@ def _outcomes(
     if jobs > 1:
         from kdump.ops.checks import units as dealt
 
-        # Ranges of at most about CHUNK partitions: what a worker sends back at once, and what
-        # waits in the owner while an earlier range is still being checked, stays small.
-        chunks = max(jobs * dealt.CHUNKS_PER_JOB, len(todo) // CHUNK)
-        outcomes = dealt.reports_on_workers(todo, [1] * len(todo), jobs, check, chunks)
+        # Ranges of at most CHUNK partitions: what a worker sends back at once, and what waits in
+        # the owner while an earlier range is still being checked, stays small. Their sizes are
+        # unknown until listed, so the first ranges are of 1, 2, 4, ... partitions: 128 partitions
+        # of 20 MiB would hold back the first line for minutes of `--deep`.
+        steady = min(CHUNK, len(todo) // (jobs * dealt.CHUNKS_PER_JOB))
+        outcomes = dealt.reports_in_spans(todo, dealt.ramp(len(todo), steady), jobs, check)
         if outcomes is not None:
             yield from zip(todo, outcomes, strict=True)
             return

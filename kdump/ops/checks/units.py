@@ -53,6 +53,19 @@ def deal(weights: Sequence[int], chunks: int) -> list[tuple[int, int]]:
     return out
 
 
+def ramp(count: int, steady: int) -> list[tuple[int, int]]:
+    """Consecutive ranges of `count` units of unknown weight: 1, 2, 4, ... units, then `steady` at a
+    time. The first report is back after one unit, not after a whole range: a log dir of big
+    partitions shows its first lines (and its progress) within one partition's check."""
+    out: list[tuple[int, int]] = []
+    start, size = 0, 1
+    while start < count:
+        end = min(count, start + size)
+        out.append((start, end))
+        start, size = end, min(max(1, steady), size * 2)
+    return out
+
+
 def _run_chunk(span: tuple[int, int]) -> list[Any]:
     units, report = _WORK[-1]
     return [report(units[i]) for i in range(*span)]
@@ -68,19 +81,26 @@ def reports_on_workers(
     """`report(unit)` for every unit, in order, on `jobs` forked workers, dealt in about `chunks`
     ranges (default `CHUNKS_PER_JOB` per worker); None where no pool can be had (the caller then
     works in this process)."""
+    return reports_in_spans(units, deal(weights, chunks or jobs * CHUNKS_PER_JOB), jobs, report)
+
+
+def reports_in_spans(
+    units: Sequence[Any], spans: list[tuple[int, int]], jobs: int, report: Callable[[Any], Any]
+) -> Iterator[Any] | None:
+    """`report(unit)` for every unit, in order, each range of `spans` a task for one of `jobs` forked
+    workers; None where no pool can be had."""
     from kdump.ops.common.workers import process_pools_work
 
     if not process_pools_work():
         return None
-    return _reports(units, weights, jobs, report, chunks or jobs * CHUNKS_PER_JOB)
+    return _reports(units, spans, jobs, report)
 
 
 def _reports(
-    units: Sequence[Any], weights: Sequence[int], jobs: int, report: Callable[[Any], Any], chunks: int
+    units: Sequence[Any], spans: list[tuple[int, int]], jobs: int, report: Callable[[Any], Any]
 ) -> Iterator[Any]:
     from kdump.ops.common.workers import worker_pool
 
-    spans = deal(weights, chunks)
     _WORK.append((units, report))
     # The plan (10,000 partitions: some 40 MB of objects) is read by the workers, never changed:
     # frozen, the workers' collector neither walks it nor copies its pages on the way. (Left frozen

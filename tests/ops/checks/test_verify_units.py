@@ -23,6 +23,15 @@ def test_deal_cuts_consecutive_ranges_of_about_equal_weight() -> None:
     assert units.deal([], 4) == []
 
 
+def test_ramp_starts_with_one_unit_and_grows_to_the_steady_size() -> None:
+    spans = units.ramp(100, 16)
+    assert [b - a for a, b in spans][:6] == [1, 2, 4, 8, 16, 16]
+    units_covered = [i for a, b in spans for i in range(a, b)]
+    assert units_covered == list(range(100))  # consecutive, every unit once
+    assert units.ramp(3, 0) == [(0, 1), (1, 2), (2, 3)]  # a steady size of 0 is taken as 1
+    assert units.ramp(0, 8) == []
+
+
 def test_whole_units_are_dealt_only_when_none_is_a_large_share() -> None:
     assert units.worth_dealing([1] * 40, 2)
     assert not units.worth_dealing([1] * 40, 1)  # one process: nothing to deal
