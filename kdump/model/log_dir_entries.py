@@ -24,13 +24,14 @@ from pathlib import Path
 from kdump.errors import PathError
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.filenames import (
+    CLUSTER_METADATA_PARTITION_DIR,
     REMOTE_LOG_INDEX_CACHE,
     parse_partition_dir_name,
     parse_segment_file_name,
 )
 from kdump.model.entries import FileType, NameKind, classify_name, entry_findings, readable, unknown_finding
 from kdump.model.listing import Listing
-from kdump.model.partition import PartitionDir
+from kdump.model.partition import LogDirFacts, PartitionDir
 
 __all__ = ["LogDirEntries", "holds_segments"]
 
@@ -53,6 +54,10 @@ class LogDirEntries:
     files: builtins.list[Path] = field(default_factory=list)
     leftovers: builtins.list[Path] = field(default_factory=list)
     remote_index_cache: Path | None = None
+    # What each partition's checks ask of the log dir, answered by this listing (`LogDirFacts`).
+    facts: LogDirFacts = field(default_factory=lambda: LogDirFacts({}, kraft=False))
+    # The log dir's own entries (not its partition directories found by the readdir) as probed.
+    probes: dict[str, FileType] = field(default_factory=dict)
 
     @classmethod
     def list(
@@ -74,6 +79,10 @@ class LogDirEntries:
                 out._partition(name)
                 continue
             out._entry(name, listing)
+        # `Path.is_dir`: a plain directory by the readdir, or a probe that found one (a symlink).
+        name = CLUSTER_METADATA_PARTITION_DIR
+        kraft = name in fast or out.probes.get(name) == FileType.DIR
+        out.facts = LogDirFacts(out.probes, kraft=kraft)
         return out
 
     def _partition(self, name: str) -> None:
@@ -83,6 +92,7 @@ class LogDirEntries:
     def _entry(self, name: str, listing: Listing) -> None:
         p = self.path / name
         pr = listing.probe(p)
+        self.probes[name] = pr.type
         if pr.type == FileType.DIR and name == REMOTE_LOG_INDEX_CACHE:
             self.remote_index_cache = p
             return
@@ -122,7 +132,7 @@ class LogDirEntries:
         cannot be listed."""
         p = self.path / name
         try:
-            return PartitionDir.load(p, unknown=self.unknown, listing=listing)
+            return PartitionDir.load(p, unknown=self.unknown, listing=listing, log_dir_facts=self.facts)
         except PathError as exc:
             return make_finding("unreadable-file", str(p), str(exc))
 

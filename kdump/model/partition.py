@@ -8,12 +8,14 @@ load as named, is a finding in `problems`.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdump.errors import PathError
 from kdump.findings import Finding, Severity, make_finding
 from kdump.formats.filenames import (
+    CLUSTER_METADATA_PARTITION_DIR,
     LEADER_EPOCH_CHECKPOINT,
     PARTITION_METADATA,
     parse_partition_dir_name,
@@ -32,6 +34,25 @@ from kdump.model.listing import Listing
 from kdump.model.segment import Segment, base_offset_from_content
 
 _INDEX_KINDS = ("index", "timeindex", "txnindex")
+
+# What a `stat` succeeds on (`Path.exists`): every type but the ones a failed stat gives.
+_THERE = frozenset({FileType.FILE, FileType.DIR, FileType.FIFO, FileType.SOCKET, FileType.DEVICE})
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirFacts:
+    """What the one listing of the log dir holding a partition found there (`LogDirEntries`): its
+    own entries (not its partition directories) by name, each as its probe saw it, and whether it
+    holds the KRaft metadata log. Each partition's checks ask about the log dir (its
+    log-start-offset-checkpoint, its clean-shutdown marker, `__cluster_metadata-0`): asked of the
+    disk, a log dir of 100,000 partitions cost 200,000 `stat`s of files it usually lacks."""
+
+    entries: Mapping[str, FileType]
+    kraft: bool
+
+    def there(self, name: str) -> bool:
+        """Whether the log dir has an entry of that name (`Path.exists`, as listed)."""
+        return self.entries.get(name) in _THERE
 
 
 @dataclass(slots=True)
@@ -57,6 +78,9 @@ class PartitionDir:
     # The state files (by name) `load` found to be files: its listing answers where they are, with
     # no look at the disk per question. None: not listed (the disk is asked).
     state_files: dict[str, Path] | None = field(default=None, compare=False, repr=False)
+    # The listing of the log dir holding it, where one was made (a streamed verify); None: the
+    # disk is asked about the log dir.
+    log_dir_facts: LogDirFacts | None = field(default=None, compare=False, repr=False)
 
     @property
     def leader_epoch_checkpoint(self) -> Path | None:
@@ -74,6 +98,21 @@ class PartitionDir:
         p = self.path / name
         return p if p.is_file() else None
 
+    def beside(self, name: str) -> bool:
+        """Whether the log dir holding this partition has an entry of that name (`Path.exists`):
+        from its listing where there is one."""
+        facts = self.log_dir_facts
+        if facts is not None:
+            return facts.there(name)
+        return (self.path.parent / name).exists()
+
+    def in_kraft_log_dir(self) -> bool:
+        """Whether the log dir holding this partition holds `__cluster_metadata-0` (a directory)."""
+        facts = self.log_dir_facts
+        if facts is not None:
+            return facts.kraft
+        return (self.path.parent / CLUSTER_METADATA_PARTITION_DIR).is_dir()
+
     @property
     def name(self) -> str:
         """The directory's name (also when given as `.` or `..`, from inside it: salvage names its
@@ -85,10 +124,16 @@ class PartitionDir:
 
     @classmethod
     def load(
-        cls, path: Path, *, unknown: Severity = Severity.ERROR, listing: Listing | None = None
+        cls,
+        path: Path,
+        *,
+        unknown: Severity = Severity.ERROR,
+        listing: Listing | None = None,
+        log_dir_facts: LogDirFacts | None = None,
     ) -> PartitionDir:
         """List and classify a partition directory (no file contents are read, except the first
-        batch of a segment whose name gives no base offset).
+        batch of a segment whose name gives no base offset). `log_dir_facts`: what the listing of
+        the log dir holding it found (see `LogDirFacts`).
 
         Raises:
             PathError: the directory cannot be listed.
@@ -97,6 +142,7 @@ class PartitionDir:
         parsed = parse_partition_dir_name(path.name)
         part = cls(path, parsed.topic if parsed else None, parsed.partition if parsed else None)
         part.state_files = {}
+        part.log_dir_facts = log_dir_facts
         names = listing.names(path)
         if isinstance(names, str):
             raise PathError(f"cannot list {path}: {names}")

@@ -166,6 +166,8 @@ class _Watch:
 
 # The largest file `open_buffer(copy_small=True)` reads instead of mapping.
 SMALL_COPY = 64 << 10
+# The largest file `open_buffer(read_small=True)` reads instead of mapping.
+SMALL_READ = 64 << 10
 
 # The files open_buffer has open, by the id of the view it yielded.
 _WATCHED: dict[int, _Watch] = {}
@@ -186,6 +188,7 @@ def open_buffer(
     span: tuple[int, int] | None = None,
     probed: bool = False,
     copy_small: bool = False,
+    read_small: bool = False,
 ) -> Iterator[memoryview]:
     """Map `path` read-only and yield a memoryview of it (at most `max_bytes` of its prefix).
 
@@ -197,6 +200,9 @@ def open_buffer(
     at most `SMALL_COPY` bytes is read into memory instead (an index of a small segment: a mapping
     costs a map, a page fault and an unmap, several times a read of a few hundred bytes); a cut
     under the read is still said by `file_change`, as a shrink, with the bytes read kept.
+    `read_small`: a file of at most `SMALL_READ` bytes is read into memory as an install without
+    the guard reads every file (`_read_copy`: a cut under the reads reads as zeros and is said
+    where): a segment of a few KB costs a read, not a map, a `dup`, an `fstat` and an unmap.
 
     Raises:
         PathError: the file cannot be opened or mapped.
@@ -227,7 +233,7 @@ def open_buffer(
             data = _read_upto(fd, size, size)
             view = memoryview(data)
             size = len(data)
-        elif _guard is None:
+        elif _guard is None or (read_small and size <= SMALL_READ):
             copy, got = _read_copy(fd, size, path)
             short = got if got < size else -1
             view = memoryview(copy).toreadonly()  # as read-only as a mapping
@@ -285,15 +291,16 @@ def _read_copy(fd: int, size: int, path: str | os.PathLike[str]) -> tuple[bytear
     return copy, got
 
 
-def read_small_file(path: str | os.PathLike[str], limit: int = 64 << 20) -> bytes:
-    """Read a small file (checkpoints, snapshots, metadata) whole, refusing absurd sizes."""
+def read_small_file(path: str | os.PathLike[str], limit: int = 64 << 20, *, probed: bool = False) -> bytes:
+    """Read a small file (checkpoints, snapshots, metadata) whole, refusing absurd sizes.
+    `probed`: a listing's stat found a regular file there (`open_regular`)."""
     try:
         if is_stored(path):
             from kdump.store.buffers import read_stored_file
 
             data = read_stored_file(os.fspath(path), limit)
         else:
-            fd, st = _open_regular(path)
+            fd, st = _open_regular(path, probed)
             try:
                 data = _read_upto(fd, st.st_size, limit + 1)
             finally:
@@ -313,10 +320,13 @@ def _read_upto(fd: int, size: int, most: int) -> bytes:
     held = 0
     ask = min(most, size + 1)
     while held < most:
-        chunk = os.read(fd, min(ask, most - held))
+        want = min(ask, most - held)
+        chunk = os.read(fd, want)
         if not chunk:
             break
         parts.append(chunk)
         held += len(chunk)
+        if len(chunk) < want and held >= size:
+            break  # short, with every byte its size said: its end (no further read of nothing)
         ask = max(ask, 1 << 16)  # a file that grew since its size was read
     return parts[0] if len(parts) == 1 else b"".join(parts)

@@ -57,6 +57,8 @@ def _log_start_offsets(path: Path, _mtime_ns: int, _size: int) -> dict[tuple[str
 def log_dir_log_start(part: PartitionDir) -> tuple[bool, int | None]:
     """(whether the log dir holding `part` has a readable log-start-offset-checkpoint, its entry)."""
     path = part.path.parent / LOG_START_CHECKPOINT
+    if part.log_dir_facts is not None and not part.log_dir_facts.there(LOG_START_CHECKPOINT):
+        return False, None  # its log dir's listing found none: no look per partition
     try:
         st = path.stat()
     except OSError:
@@ -96,7 +98,7 @@ def log_start_offset(part: PartitionDir, entries: Entries, seen: dict[int, int])
     # minute (and at a clean shutdown): unless the log dir was shut down cleanly, a checkpoint
     # truncated above the recorded start, at an offset where the batches had its first epoch in
     # force, is what it writes, and a lagging file does not contradict it.
-    clean = has_file and recorded is not None and (part.path.parent / CLEAN_SHUTDOWN_FILE).exists()
+    clean = has_file and recorded is not None and part.beside(CLEAN_SHUTDOWN_FILE)
     if (
         not clean
         and entries
@@ -116,7 +118,8 @@ def check_leader_epochs(part: PartitionDir, results: Sequence[SegmentResult]) ->
     from kdump.formats import checkpoints  # loaded where a partition has a checkpoint to read
 
     try:
-        checkpoint = checkpoints.decode_leader_epoch_checkpoint(read_small_file(path))
+        # Found a regular file by the partition's listing: opened without another look first.
+        checkpoint = checkpoints.decode_leader_epoch_checkpoint(read_small_file(path, probed=True))
     except (DecodeError, KdumpError, ValueError) as exc:
         # Derived data: reindex rebuilds it from the batches (kdump.ops.repair.epoch_rebuild).
         yield make_finding(

@@ -76,6 +76,6 @@ def lazy_active_index(part: PartitionDir, results: Sequence[SegmentResult]) -> l
     last = results[-1] if results else None
     if last is None or last.summary is None or last.segment.log is None or last.segment.index is not None:
         return []
-    if last.summary.size > LAZY_INDEX_BYTES or (part.path.parent / CLEAN_SHUTDOWN_FILE).exists():
+    if last.summary.size > LAZY_INDEX_BYTES or part.beside(CLEAN_SHUTDOWN_FILE):
         return []
     return [str(last.segment.log.with_suffix(".index"))]

@@ -55,10 +55,11 @@ def text_decoder(kind: str) -> Callable[[bytes], Any]:
     return decoder
 
 
-def check_text_state(path: Path, kind: str) -> list[Finding]:
-    """A text state file (checkpoint, partition.metadata, meta.properties) decodes as the broker reads it."""
+def check_text_state(path: Path, kind: str, *, probed: bool = False) -> list[Finding]:
+    """A text state file (checkpoint, partition.metadata, meta.properties) decodes as the broker
+    reads it. `probed`: a listing found a regular file there (`read_small_file`)."""
     try:
-        text_decoder(kind)(read_small_file(path))
+        text_decoder(kind)(read_small_file(path, probed=probed))
     except (DecodeError, ValueError) as exc:
         return [make_finding("checkpoint-corrupt", str(path), str(exc))]
     except KdumpError as exc:

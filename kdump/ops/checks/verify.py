@@ -440,8 +440,8 @@ def partition_report(
         f.extend(check_snapshot(snap))
     f.extend(partition_listing_findings(part.path))
     if part.partition_metadata is not None:
-        f.extend(check_text_state(part.partition_metadata, "partition-metadata"))
-        if (part.path.parent / "__cluster_metadata-0").is_dir():  # a KRaft log dir: ids are checkable
+        f.extend(check_text_state(part.partition_metadata, "partition-metadata", probed=True))
+        if part.in_kraft_log_dir():  # a KRaft log dir: ids are checkable
             from kdump.ops.metadata.stray import topic_id_findings
 
             f.extend(topic_id_findings(part, images))
