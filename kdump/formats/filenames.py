@@ -27,6 +27,7 @@ everything before the last `-`, so topics that contain `-` parse correctly.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -168,6 +169,9 @@ class PartitionDirName:
     unique_id: str | None = None
 
 
+# Kept per name: a partition's listing, its checks and its report ask about each of its files'
+# names some ten times, and a log dir's partitions share most of them (`00000000000000000000.log`).
+@functools.lru_cache(maxsize=4096)
 def parse_segment_file_name(name: str) -> SegmentFileName | None:
     """Parse a segment-family file name; None for anything Kafka would not have written."""
     match = _SEGMENT_RE.fullmatch(name)

@@ -18,6 +18,7 @@ Entries that cannot be read, are of the wrong type, or are not recognised become
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import stat
@@ -165,6 +166,7 @@ _INDEX_EXTENSIONS = (".index", ".timeindex", ".txnindex")
 _JAVA_LONG_RE = re.compile(r"[+-]?[0-9]+")
 
 
+@functools.lru_cache(maxsize=4096)  # a log dir's partitions hold files of the same few names
 def classify_name(name: str, where: str) -> NameKind:
     """What Kafka takes a file named `name` for, in a "partition" or a "log-dir"."""
     info = parse_segment_file_name(name)

@@ -27,6 +27,8 @@ from kdump.model.entries import (
     broker_offset_from_name,
     classify_name,
     entry_findings,
+    list_dir,
+    probe,
     readable,
     unknown_finding,
 )
@@ -138,12 +140,14 @@ class PartitionDir:
         Raises:
             PathError: the directory cannot be listed.
         """
-        listing = listing or Listing()
         parsed = parse_partition_dir_name(path.name)
         part = cls(path, parsed.topic if parsed else None, parsed.partition if parsed else None)
         part.state_files = {}
         part.log_dir_facts = log_dir_facts
-        names = listing.names(path)
+        # Without a caller's listing nothing else asks about these entries: each is
+        # looked at once, without a cache keyed by its path (a hash of a Path per file).
+        look = probe if listing is None else listing.probe
+        names = list_dir(path) if listing is None else listing.names(path)
         if isinstance(names, str):
             raise PathError(f"cannot list {path}: {names}")
         found: dict[int, dict[str, Path]] = {}
@@ -152,7 +156,7 @@ class PartitionDir:
         for name in names:
             p = path / name
             kind = classify_name(name, "partition")
-            pr = listing.probe(p)
+            pr = look(p)
             if pr.type != FileType.FILE:
                 if pr.type == FileType.DIR and kind == NameKind.UNKNOWN:
                     part.problems.append(unknown_finding(pr, "partition directory", unknown))

@@ -49,6 +49,12 @@ def archive_split(location: str) -> tuple[str, str] | None:
 def is_stored(location: str | os.PathLike[str]) -> bool:
     """Whether kdump reads this location through the storage layer (a URL or inside a tarball)."""
     text = os.fspath(location)
+    if "://" not in text:
+        # No URL; a tarball's name holds ".tar" or ends in ".tgz" (`archive_split`'s own test):
+        # a local path says so at once (this is asked for every file opened).
+        lower = text.lower()
+        if ".tar" not in lower and not lower.endswith(".tgz"):
+            return False
     return is_url(text) or archive_split(text) is not None
 
 
