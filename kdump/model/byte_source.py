@@ -289,8 +289,9 @@ def open_scan(
 ) -> Iterator[tuple[memoryview, Callable[[int], None] | None]]:
     """A file's bytes for one forward scan, and the scanner's `ready` hook (None: all there).
 
-    A local file is mapped (read, when of a few KB: `open_buffer(read_small=True)`). A stored one
-    is fetched ahead of the scan as it goes and the memory of what it has passed is handed back (`scan_log` releases it as it releases a mapped file's
+    A local file is mapped, or read when of at most 512 KB (`open_buffer(read_small=True)`). A
+    stored one is fetched ahead of the scan as it goes and the memory of what it has passed is
+    handed back (`scan_log` releases it as it releases a mapped file's
     pages), so a scan of a stored segment has a constant footprint: the caller must read nothing
     behind the scan's position. A scan reads the whole file (or its first `max_bytes`): its first
     request fetches up to 16 MiB of it, so a file of that size or less costs one request.

@@ -27,7 +27,6 @@ from kdump.model.entries import (
     broker_offset_from_name,
     classify_name,
     entry_findings,
-    list_dir,
     probe,
     readable,
     unknown_finding,
@@ -147,7 +146,7 @@ class PartitionDir:
         # Without a caller's listing nothing else asks about these entries: each is
         # looked at once, without a cache keyed by its path (a hash of a Path per file).
         look = probe if listing is None else listing.probe
-        names = list_dir(path) if listing is None else listing.names(path)
+        names = (listing or Listing()).names(path)
         if isinstance(names, str):
             raise PathError(f"cannot list {path}: {names}")
         found: dict[int, dict[str, Path]] = {}

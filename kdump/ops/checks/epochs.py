@@ -56,9 +56,9 @@ def _log_start_offsets(path: Path, _mtime_ns: int, _size: int) -> dict[tuple[str
 
 def log_dir_log_start(part: PartitionDir) -> tuple[bool, int | None]:
     """(whether the log dir holding `part` has a readable log-start-offset-checkpoint, its entry)."""
-    path = part.path.parent / LOG_START_CHECKPOINT
     if part.log_dir_facts is not None and not part.log_dir_facts.there(LOG_START_CHECKPOINT):
         return False, None  # its log dir's listing found none: no look per partition
+    path = part.path.parent / LOG_START_CHECKPOINT
     try:
         st = path.stat()
     except OSError:
