@@ -20,6 +20,7 @@ from corruptions import copy_tree, log_entries, make_log_dir
 from kdump.findings import Finding, Severity
 from kdump.formats.checkpoints import encode_leader_epoch_checkpoint
 from kdump.model.log_dir import discover
+from kdump.ops.checks import log_dir_stream
 from kdump.ops.checks.epochs import truncate_from_start
 from kdump.ops.checks.verify import VerifyOptions, verify_targets
 
@@ -189,3 +190,27 @@ def encode_and_check_single_epoch(part: Path) -> tuple[int, int]:
     lines = (part / "leader-epoch-checkpoint").read_text().split()
     assert lines[:2] == ["0", "1"]
     return int(lines[2]), int(lines[3])
+
+
+def test_a_streamed_log_dir_answers_log_start_and_clean_shutdown_from_its_listing(
+    epochs: Epochs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The streamed verify asks the log dir's one listing, not the disk per partition, whether a
+    # log-start-offset-checkpoint and a clean-shutdown marker are there: the same verdicts.
+    monkeypatch.setattr(log_dir_stream, "STREAM_MIN", 1)
+    epochs.write_checkpoint(truncate_from_start(epochs.full, epochs.log_start))
+    part = _in_log_dir(epochs, tmp_path, epochs.first)
+
+    def hits() -> list[tuple[int | None, Severity]]:
+        target = discover(str(part.parent), lazy=True)
+        assert target.entries is not None  # streamed
+        reports = list(log_dir_stream.verify_streamed([target], VerifyOptions(jobs=1)))
+        return sorted(
+            (f.offset, f.severity) for r in reports for f in r.findings if f.code == "leader-epoch-mismatch"
+        )
+
+    assert hits() == []  # a lagging log start checkpoint: a healthy broker's state
+    (part.parent / ".kafka_cleanshutdown").write_text("")
+    assert hits() == [(epochs.first, Severity.ERROR), (epochs.b1, Severity.ERROR)]  # trusted
+    (part.parent / "log-start-offset-checkpoint").unlink()
+    assert hits() == []  # no log start recorded: the checkpoint's first entry is the start
