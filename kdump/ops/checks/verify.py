@@ -246,6 +246,12 @@ def add_up(
 def add_counts(report: PartitionReport, r: PartitionReport, under: dict[Severity, int]) -> None:
     """Add one report's counts to a roll-up's, and its findings by severity to `under`."""
     add_sums(report, r)
+    if r.is_leaf:
+        # `total` of a leaf is its own findings by severity: counted in one pass over them (a
+        # clean partition has none), not one pass per severity.
+        for f in r.findings:
+            under[Severity(f.severity)] += 1
+        return
     for sev in Severity:
         under[sev] += r.total(sev)
 
