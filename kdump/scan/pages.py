@@ -27,6 +27,8 @@ def page_evicter(buf: Buffer) -> Callable[[int], None] | None:
     a 1 GiB segment within a constant footprint (the pages stay in the page cache).
     """
     mm = buf.obj if isinstance(buf, memoryview) else None
+    if isinstance(mm, (bytes, bytearray)):
+        return None  # a file read into memory (`open_buffer(read_small=True)`): no pages to hand back
     if mm is not None and not isinstance(mm, mmap.mmap):
         # A stored file's buffer, filled as the scan goes (`scan_log(ready=...)`): its scanned
         # pages are handed back the same way, so a scan of a stored segment stays small too.
