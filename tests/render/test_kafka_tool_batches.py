@@ -289,7 +289,10 @@ def _corpus_logs() -> list[Path]:
 
     if not full_corpus_available():
         return []
-    return sorted(p for d in CORPUS_DIRS for p in (CORPUS_ROOT / d).glob("*/*.log"))
+    # (and KRaft's bootstrap snapshot, which Kafka's tool prints as a log)
+    return sorted(
+        p for d in CORPUS_DIRS for g in ("*/*.log", "*/*.checkpoint") for p in (CORPUS_ROOT / d).glob(g)
+    )
 
 
 @needs_compiled
