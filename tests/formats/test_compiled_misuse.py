@@ -250,7 +250,8 @@ def test_kafka_batch_lines_bounds_positions_and_sizes(position: int, size: int, 
     assert after == (position + size if fits else position)
     assert lines.count(b"\n") == count
     if fits:  # every attribute bit set: a delete horizon, codec 7, LogAppendTime
-        assert b"OptionalLong[0]" in lines and b"unknown(7)" in lines and b"LogAppendTime" in lines
+        for part in (b"isControl: true", b"OptionalLong[0]", b"unknown(7)", b"LogAppendTime: 0"):
+            assert part in lines
 
 
 @needs_walk
