@@ -228,8 +228,9 @@ def _decoder_notes(opts: ToolOptions) -> Iterator[str]:
 def log_lines(path: Path, shown: str, opts: ToolOptions, report: ToolReport) -> Iterator[str | bytes]:
     """A `.log` segment or a KRaft snapshot (`.checkpoint`): batches, and records when deep.
 
-    Lines come as text without their line break, except the record lines of a batch the compiled
-    path rendered (`kafka_tool_fast`): one bytes block of newline-terminated UTF-8 lines.
+    Lines come as text without their line break, except the record lines of a batch, or the batch
+    lines of a run of batches, that the compiled path rendered (`kafka_tool_fast`): one bytes block of
+    newline-terminated UTF-8 lines.
     """
     if opts.decoder is None:
         yield from _decoder_notes(opts)
