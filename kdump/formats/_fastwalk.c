@@ -20,6 +20,7 @@
  *   walk_v2(buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, max_batches)
  *       -> (n, pos, prev_last, prev_epoch, columns, records, max_ts, offset_of_max_ts, attrs_or)
  *   headers(columns, n, header_type) -> list of header tuples
+ *   kafka_batch_lines(columns, n, lo, hi, position, limit) -> (lines, count, position after them)
  *   index_agrees(kind, index, base_offset, positions, bases, lasts, max_timestamps, valid_bytes) -> bool
  *       (kind 0 .index, 1 .timeindex; the columns int64 arrays of the valid log's batches)
  *   build_indexes(positions, last_offsets, max_timestamps, interval_bytes, base_offset)
@@ -421,6 +422,131 @@ fail:
     return NULL;
 }
 
+/* ---- Kafka's batch lines --------------------------------------------------------------------- */
+
+/* `v` in decimal, as Python's str(int) writes it. */
+static char *put_i64(char *p, int64_t v) {
+    char tmp[20];
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    int k = 0;
+    do {
+        tmp[k++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    if (v < 0) *p++ = '-';
+    while (k) *p++ = tmp[--k];
+    return p;
+}
+
+#define PUT(lit) (memcpy(p, (lit), sizeof(lit) - 1), p += sizeof(lit) - 1)
+#define PUTS(s, len) (memcpy(p, (s), (len)), p += (len))
+/* A line's literal text is under 400 bytes, its 14 numbers at most 20 characters each. */
+#define KAFKA_LINE_MAX 1024
+
+static const char *const codec_names[8] = {"none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)",
+                                           "unknown(7)"};
+
+/* The batch lines kafka-dump-log prints for batches lo.. of a run's columns (kdump/render/text.py's
+ * batch_line is the reference, for a checksum-valid v2 batch: what the walk's batches are), each
+ * followed by a line break. It renders a batch while it starts at `position` (the one before ended
+ * there) and ends by `limit`, as Kafka's file iterator reads batch after batch, and stops at the first
+ * that does not: (lines, batches rendered, the position after them). */
+static PyObject *kafka_batch_lines(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t n, lo, hi;
+    long long position, limit;
+    if (!PyArg_ParseTuple(args, "y*nnnLL", &view, &n, &lo, &hi, &position, &limit)) return NULL;
+    /* n * N_COLUMNS * 8 is not computed before n is known not to overflow it. */
+    if (n < 0 || n > view.len / (N_COLUMNS * (Py_ssize_t)sizeof(int64_t)) ||
+        view.len != n * N_COLUMNS * (Py_ssize_t)sizeof(int64_t) || lo < 0 || lo > hi || hi > n) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "kafka_batch_lines takes a run's columns, its length and a range of it");
+        return NULL;
+    }
+    const void *col = view.buf;
+    /* At most this many lines are rendered: bounds the output before anything is written. */
+    Py_ssize_t most = hi - lo;
+    if (most > PY_SSIZE_T_MAX / KAFKA_LINE_MAX) most = PY_SSIZE_T_MAX / KAFKA_LINE_MAX;
+    Py_ssize_t i = lo;
+    int64_t at = position;
+    for (; i < lo + most; i++) {
+        int64_t pos = ld64(col, C_POSITION * n + i), size = ld64(col, C_SIZE * n + i), next;
+        if (pos != at || size < V2_HEADER_SIZE || __builtin_add_overflow(pos, size, &next) || next > limit) break;
+        at = next;
+    }
+    Py_ssize_t count = i - lo;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, count * KAFKA_LINE_MAX);
+    if (out == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    char *const start = PyBytes_AS_STRING(out);
+    char *p = start;
+    for (i = lo; i < lo + count; i++) {
+#define COL(c) ld64(col, (c) * n + i)
+        int64_t attributes = COL(C_ATTRIBUTES), base = COL(C_BASE_OFFSET), last = COL(C_LAST_OFFSET);
+        int64_t base_seq = COL(C_BASE_SEQUENCE);
+        /* lastSequence: (base sequence + last - base) mod 2**31, exact in 64-bit unsigned arithmetic
+         * (2**31 divides 2**64), whatever the columns hold; -1 without a base sequence. */
+        int64_t last_seq =
+            base_seq < 0 ? -1 : (int64_t)(((uint64_t)base_seq + (uint64_t)last - (uint64_t)base) & 0x7fffffffu);
+        PUT("baseOffset: ");
+        p = put_i64(p, base);
+        PUT(" lastOffset: ");
+        p = put_i64(p, last);
+        PUT(" count: ");
+        p = put_i64(p, COL(C_COUNT));
+        PUT(" baseSequence: ");
+        p = put_i64(p, base_seq);
+        PUT(" lastSequence: ");
+        p = put_i64(p, last_seq);
+        PUT(" producerId: ");
+        p = put_i64(p, COL(C_PRODUCER_ID));
+        PUT(" producerEpoch: ");
+        p = put_i64(p, COL(C_PRODUCER_EPOCH));
+        PUT(" partitionLeaderEpoch: ");
+        p = put_i64(p, COL(C_LEADER_EPOCH));
+        if (attributes & 0x10)
+            PUT(" isTransactional: true");
+        else
+            PUT(" isTransactional: false");
+        if (attributes & 0x20)
+            PUT(" isControl: true");
+        else
+            PUT(" isControl: false");
+        if (attributes & 0x40) {
+            PUT(" deleteHorizonMs: OptionalLong[");
+            p = put_i64(p, COL(C_BASE_TIMESTAMP));
+            PUT("]");
+        } else {
+            PUT(" deleteHorizonMs: OptionalLong.empty");
+        }
+        PUT(" position: ");
+        p = put_i64(p, COL(C_POSITION));
+        if (attributes & 0x08)
+            PUT(" LogAppendTime: ");
+        else
+            PUT(" CreateTime: ");
+        p = put_i64(p, COL(C_MAX_TIMESTAMP));
+        PUT(" size: ");
+        p = put_i64(p, COL(C_SIZE));
+        PUT(" magic: 2 compresscodec: ");
+        const char *codec = codec_names[attributes & 0x07];
+        PUTS(codec, strlen(codec));
+        PUT(" crc: ");
+        p = put_i64(p, COL(C_CRC));
+        PUT(" isvalid: true\n");
+#undef COL
+    }
+    PyBuffer_Release(&view);
+    if (_PyBytes_Resize(&out, p - start) < 0) return NULL;
+    return Py_BuildValue("(NnL)", out, count, (long long)at);
+}
+
+#undef PUT
+#undef PUTS
+
 /* ---- index agreement ------------------------------------------------------------------------ */
 
 /* bisect_left of `x` in the ascending `a`, given that every a[i] below `from` is less than `x`: the
@@ -659,6 +785,7 @@ static PyObject *py_crc32c_force_table(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"walk_v2", walk_v2, METH_VARARGS, "Walk a run of clean v2 batches; their columns."},
     {"headers", headers, METH_VARARGS, "A run's batch header tuples."},
+    {"kafka_batch_lines", kafka_batch_lines, METH_VARARGS, "kafka-dump-log's lines of a run's batches."},
     {"index_agrees", index_agrees, METH_VARARGS, "Whether an index agrees with the batches past all doubt."},
     {"build_indexes", build_indexes, METH_VARARGS, "A segment's .index and .timeindex bytes, or None."},
     {"crc32c", py_crc32c, METH_VARARGS, "CRC-32C of a buffer (hardware where the CPU has it)."},

@@ -28,6 +28,7 @@ from pathlib import Path
 from kdump.errors import DecodeError
 from kdump.findings import Finding
 from kdump.formats.batch import BatchHeader
+from kdump.formats.fast_walk import BatchRun
 from kdump.formats.filenames import parse_segment_file_name
 from kdump.formats.internal import decode_control_record, decode_with
 from kdump.formats.internal.java_text import java_utf8_decode
@@ -35,10 +36,11 @@ from kdump.formats.internal.transaction_log import java_string_hash
 from kdump.formats.records import Record
 from kdump.render import rows
 from kdump.render.kafka_decoded import NEWEST_KAFKA, kafka_release
-from kdump.render.kafka_tool_fast import KafkaRecordLines
+from kdump.render.kafka_tool_fast import KafkaBatchLines, KafkaRecordLines
 from kdump.render.text import batch_line
 from kdump.scan import open_buffer, scan_log
 from kdump.scan.batch_checks import decode_batch_records
+from kdump.scan.events import Event
 
 INT_MAX = 2**31 - 1
 """Kafka's default `--max-bytes` (Integer.MAX_VALUE): the whole file, and the trailing-bytes line."""
@@ -226,8 +228,9 @@ def _decoder_notes(opts: ToolOptions) -> Iterator[str]:
 def log_lines(path: Path, shown: str, opts: ToolOptions, report: ToolReport) -> Iterator[str | bytes]:
     """A `.log` segment or a KRaft snapshot (`.checkpoint`): batches, and records when deep.
 
-    Lines come as text without their line break, except the record lines of a batch the compiled
-    path rendered (`kafka_tool_fast`): one bytes block of newline-terminated UTF-8 lines.
+    Lines come as text without their line break, except the record lines of a batch, or the batch
+    lines of a run of batches, that the compiled path rendered (`kafka_tool_fast`): one bytes block of
+    newline-terminated UTF-8 lines.
     """
     if opts.decoder is None:
         yield from _decoder_notes(opts)
@@ -251,36 +254,60 @@ def log_lines(path: Path, shown: str, opts: ToolOptions, report: ToolReport) -> 
     batch: BatchHeader | None = None
     diverged = False
     fast = _fast_lines(opts)
+    # A shallow dump takes the scanner's runs of clean v2 batches whole (their batch lines in C).
+    runs = not opts.deep and KafkaBatchLines.enabled()
+    stopped = False
     with open_buffer(path) as buf:
         end = min(len(buf), opts.max_bytes)
         # The batch-level scan; a deep dump decodes each batch's records here, as a deep scan would.
-        for ev in scan_log(buf, file=str(path), base_offset=base):
-            if isinstance(ev, BatchHeader):
+        events: Iterator[Event | BatchRun] = (
+            scan_log(buf, file=str(path), base_offset=base, batch_runs=True)
+            if runs
+            else scan_log(buf, file=str(path), base_offset=base)
+        )
+        for ev in events:
+            if isinstance(ev, BatchRun):
+                # The batches Kafka reads whole from `valid` on, in one call; the one it stops at (if
+                # any) and those after it take the reference path below, which stops there.
+                lines, count, valid = KafkaBatchLines.render(ev, valid, end)
+                if lines:
+                    yield lines
+                if count == ev.n:
+                    continue
+                headers = ev.headers()[count:]
+            elif isinstance(ev, BatchHeader):
+                headers = [ev]
+            else:
+                if isinstance(ev, Finding) and opts.deep and batch is not None:
+                    _check_readable(ev, batch, shown)
+                continue
+            for h in headers:
                 # Kafka reads batch after batch and stops at the first that does not fit.
                 expected = next_batch_size(buf, valid, end, shown)
                 if expected is None:
+                    stopped = True
                     break
-                if ev.position != valid or ev.size != expected:
-                    diverged = True
+                if h.position != valid or h.size != expected:
+                    diverged = stopped = True
                     break
-                batch = ev
-                valid += ev.size
-                done = fast.render(buf, ev, previous) if fast is not None else None
+                batch = h
+                valid += h.size
+                done = fast.render(buf, h, previous) if fast is not None else None
                 if done is not None:
                     lines, previous, gaps = done
                     for gap in gaps:
                         report.non_consecutive.add(path, gap)
-                    head = (batch_line(ev) + "\n").encode("utf-8", "surrogatepass")
+                    head = (batch_line(h) + "\n").encode("utf-8", "surrogatepass")
                     if len(lines) < _JOIN_BELOW:
                         yield head + lines  # small batches: one write for both
                     else:
                         yield head  # large ones: no copy of their lines
                         yield lines
                     continue
-                yield batch_line(ev)
+                yield batch_line(h)
                 if not opts.deep:
                     continue
-                records, findings = decode_batch_records(buf, ev, str(path))
+                records, findings = decode_batch_records(buf, h, str(path))
                 for f in findings:
                     _check_readable(f, batch, shown)
                 for r in records:
@@ -288,9 +315,9 @@ def log_lines(path: Path, shown: str, opts: ToolOptions, report: ToolReport) -> 
                         report.non_consecutive.add(path, (previous, r.offset))
                     previous = r.offset
                     yield record_line(r, batch, opts)
-            elif isinstance(ev, Finding) and opts.deep and batch is not None:
-                _check_readable(ev, batch, shown)
-        else:
+            if stopped:
+                break
+        if not stopped:
             diverged = next_batch_size(buf, valid, end, shown) is not None
         size = len(buf)
     if diverged:

@@ -224,3 +224,46 @@ def test_the_run_check_on_misaligned_columns_and_a_bad_index() -> None:
             records_c.check_v2_run(batch, cols, 1, 0, 1, index, datas)
     with pytest.raises(TypeError):
         records_c.check_v2_run(batch, cols, 1, 0, 1, (0).to_bytes(8, "little"), [object()])
+
+
+@needs_walk
+@pytest.mark.parametrize(
+    ("n", "lo", "hi"),
+    [(2**62, 0, 0), (2**63 - 1, 0, 1), (-1, 0, 0), (3, 0, 4), (3, 2, 1), (3, -1, 2), (4, 0, 4)],
+)
+def test_kafka_batch_lines_refuses_a_range_the_columns_do_not_hold(n: int, lo: int, hi: int) -> None:
+    with pytest.raises(ValueError, match="columns"):
+        walk.kafka_batch_lines(_run_columns(3), n, lo, hi, 0, INT64_MAX)
+
+
+@needs_walk
+@pytest.mark.parametrize("position", [INT64_MIN, -1, 0, 2**62, INT64_MAX])
+@pytest.mark.parametrize("size", [INT64_MIN, -1, 0, 60, 61, INT64_MAX])
+@pytest.mark.parametrize("limit", [INT64_MIN, 0, 200, INT64_MAX])
+def test_kafka_batch_lines_bounds_positions_and_sizes(position: int, size: int, limit: int) -> None:
+    """Positions and sizes from nowhere: `position + size` is never computed where it overflows, and a
+    batch is taken only when it starts where asked, is a v2 header long at least and ends by `limit`."""
+    cols = _run_columns(2, position=position, size=size, attributes=-1)
+    lines, count, after = walk.kafka_batch_lines(cols, 2, 0, 2, position, limit)
+    fits = size >= 61 and position + size <= min(limit, INT64_MAX)
+    assert count == int(fits)  # the second batch does not start where the first ends (same position)
+    assert after == (position + size if fits else position)
+    assert lines.count(b"\n") == count
+    if fits:  # every attribute bit set: a delete horizon, codec 7, LogAppendTime
+        for part in (b"isControl: true", b"OptionalLong[0]", b"unknown(7)", b"LogAppendTime: 0"):
+            assert part in lines
+
+
+@needs_walk
+def test_kafka_batch_lines_from_misaligned_columns_and_int64_extremes() -> None:
+    cols = _run_columns(1, position=INT64_MIN, size=61)
+    for k in range(fast_walk.N_COLUMNS):
+        if k not in (fast_walk.POSITION, fast_walk.SIZE):
+            cols[k * 8 : k * 8 + 8] = INT64_MIN.to_bytes(8, "little", signed=True)
+    shifted = memoryview(b"\0" + bytes(cols))[1:]
+    (h,) = walk.headers(cols, 1, BatchHeader)
+    from kdump.render.text import batch_line
+
+    expected = ((batch_line(h) + "\n").encode(), 1, INT64_MIN + 61)
+    assert walk.kafka_batch_lines(cols, 1, 0, 1, INT64_MIN, 0) == expected
+    assert walk.kafka_batch_lines(shifted, 1, 0, 1, INT64_MIN, 0) == expected

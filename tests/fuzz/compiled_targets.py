@@ -8,6 +8,10 @@ holding the compiled answer to the reference's (the pure-Python path, or fastavr
   (`render.kafka_tool_fast`) in every flag set of Kafka's tool, from a previous offset the input
   picks: the lines, last offset and non-consecutive pairs are `kafka_tool.record_line`'s on the
   reference's records, or declined.
+* `compiled_batch_lines`: the batch lines of Kafka's tool for a run of batches (`kafka_batch_lines`):
+  `text.batch_line` of the run's headers on the walk's columns and on columns the input garbles, and
+  whole files through `kafka_tool.log_lines` (`--files`, a `--max-bytes` the input picks) as the
+  reference prints them.
 * `compiled_walk`: `scan_log` with and without the compiled walk (`walk_v2`, `headers`) gives the same
   events in every mode.
 * `compiled_deep_run`: verify --deep's check of a run of batches (`zstd_frames`, `check_v2_run`)
@@ -30,6 +34,7 @@ import functools
 import io
 import json
 import struct
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +60,9 @@ from kdump.formats.time_index import decode_time_index, encode_time_index
 from kdump.ops.dump.files import FileStart
 from kdump.render import fast_lines
 from kdump.render.jsonl import write_jsonl
-from kdump.render.kafka_tool import ToolOptions, record_line
+from kdump.render.kafka_tool import INT_MAX, ToolAbort, ToolOptions, ToolReport, log_lines, record_line
 from kdump.render.kafka_tool_fast import KafkaRecordLines
-from kdump.render.text import write_text
+from kdump.render.text import batch_line, write_text
 from kdump.scan.events import ScanMode
 from kdump.scan.index_checks import BatchSpan, BatchTable, check_offset_index, check_time_index
 from kdump.scan.log_scanner import decode_batch_records, scan_log
@@ -166,6 +171,59 @@ def fuzz_compiled_kafka_lines(data: bytes) -> None:
                 prev = r.offset
                 text.append(record_line(r, h, opts) + "\n")
             assert got == ("".join(text).encode("utf-8", "surrogatepass"), prev, gaps), (h, flags)
+
+
+def _reference_batch_lines(columns: bytes, n: int, position: int, limit: int) -> tuple[bytes, int, int]:
+    assert fast_walk.compiled is not None
+    out, at = [], position
+    for h in fast_walk.compiled.headers(columns, n, BatchHeader):
+        if h.position != at or h.size < 61 or h.position + h.size > limit:
+            break
+        out.append(batch_line(h) + "\n")
+        at += h.size
+    return "".join(out).encode(), len(out), at
+
+
+def fuzz_compiled_batch_lines(data: bytes) -> None:
+    """kafka_batch_lines against text.batch_line on a run's columns (as walked, then garbled by the
+    input's last bytes), and log_lines of the input as a file against the reference."""
+    fixed = _fix_crcs(data)
+    max_bytes = INT_MAX if not data or data[0] & 1 else len(fixed) * data[0] // 256
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "00000000000000000000.log"
+        path.write_bytes(fixed)
+        for release in ("3.8.1", "4.4.0"):
+            opts = ToolOptions(max_bytes=max_bytes, release=release)
+
+            def printed(opts: ToolOptions = opts) -> tuple[bytes, list[str], str]:
+                out, said = bytearray(), []
+                try:
+                    for line in log_lines(path, str(path), opts, ToolReport(say=said.append)):
+                        out += (
+                            line
+                            if isinstance(line, bytes)
+                            else (line + "\n").encode("utf-8", "surrogatepass")
+                        )
+                except ToolAbort as exc:
+                    return bytes(out), said, f"{exc.java_class}: {exc.message} [{exc.partial}]"
+                return bytes(out), said, ""
+
+            assert printed() == _reference(printed), release
+    first = int.from_bytes(fixed[:8], "big", signed=True) - 1 if len(fixed) >= 8 else -1
+    walked = fast_walk.walk(fixed, 0, len(fixed), len(fixed), len(fixed), max(first, -1), -1, None)
+    if fast_walk.compiled is None or walked is None:
+        return
+    run = walked[0]
+    n, limit = run.n, run.start + (run.end - run.start) * (data[-1] + 1) // 256
+    lines = fast_walk.compiled.kafka_batch_lines
+    assert lines(run.columns, n, 0, n, run.start, limit) == _reference_batch_lines(
+        run.columns, n, run.start, limit
+    )
+    cols = bytearray(run.columns)
+    for i, b in enumerate(data[-16:]):
+        cols[((i % fast_walk.N_COLUMNS) * n + (b >> 3) % n) * 8 + (b & 7)] ^= b | 1
+    garbled = bytes(cols)
+    assert lines(garbled, n, 0, n, run.start, limit) == _reference_batch_lines(garbled, n, run.start, limit)
 
 
 def fuzz_compiled_walk(data: bytes) -> None:
@@ -366,6 +424,7 @@ def _avro_seeds(_root: Path | None) -> list[bytes]:
 COMPILED_TARGETS = [
     FuzzTarget("compiled_records", fuzz_compiled_records, _log_seeds, 300),
     FuzzTarget("compiled_kafka_lines", fuzz_compiled_kafka_lines, _log_seeds, 200),
+    FuzzTarget("compiled_batch_lines", fuzz_compiled_batch_lines, _log_seeds, 150),
     FuzzTarget("compiled_walk", fuzz_compiled_walk, _log_seeds, 200),
     FuzzTarget("compiled_deep_run", fuzz_compiled_deep_run, _log_seeds, 200),
     FuzzTarget("compiled_indexes", fuzz_compiled_indexes, _index_seeds, 400),
