@@ -17,8 +17,12 @@
  * memory it has scanned).
  *
  * Functions (see _fastwalk.pyi):
- *   walk_v2(buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, max_batches)
+ *   walk_v2(buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, max_batches,
+ *           threads=1, thread_bytes=THREAD_BYTES)
  *       -> (n, pos, prev_last, prev_epoch, columns, records, max_ts, offset_of_max_ts, attrs_or)
+ *       With threads > 1 and at least thread_bytes framed, the checksums of the framed batches are
+ *       computed on that many threads (created and joined inside the call, the GIL released) and
+ *       the run is cut at the first batch whose checksum fails: the same result as threads=1.
  *   headers(columns, n, header_type) -> list of header tuples
  *   index_agrees(kind, index, base_offset, positions, bases, lasts, max_timestamps, valid_bytes) -> bool
  *       (kind 0 .index, 1 .timeindex; the columns int64 arrays of the valid log's batches)
@@ -29,6 +33,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -252,14 +258,97 @@ enum {
     N_COLUMNS
 };
 
+/* A window of at least this many bytes (from `pos` to `soft_stop` or `limit`) is walked with helper
+ * threads when the caller asks for them; below it a thread costs more than it saves (measured:
+ * tests/bench/README.md). */
+#define THREAD_BYTES (1 << 20)
+#define MAX_THREADS 16
+/* What one claim takes: up to this many batches, or bytes. */
+#define CLAIM_ROWS 32
+#define CLAIM_BYTES (64 << 10)
+/* The framing thread checks a claim itself when this many framed batches wait unclaimed. */
+#define BACKLOG_ROWS 64
+
+/* A window walked by several threads: this one frames the batches into `rows` and publishes them
+ * (`framed`, release); every thread, this one included, claims published batches a chunk at a time
+ * (`next`) and checks their checksums; `bad` is the first batch whose checksum fails. The window's
+ * run is then cut at `bad`, so the result is the one of a walk that checks each batch as it frames it. */
+typedef struct {
+    const uint8_t *buf;
+    const int64_t *rows;
+    Py_ssize_t framed; /* atomic: rows [0, framed) are written */
+    Py_ssize_t next;   /* atomic: rows [0, next) are claimed */
+    Py_ssize_t bad;    /* atomic: the first row whose checksum fails; PY_SSIZE_T_MAX: none yet */
+    int done;          /* atomic: `framed` is final */
+} shared_walk;
+
+static void note_bad(shared_walk *w, Py_ssize_t i) {
+    Py_ssize_t cur = __atomic_load_n(&w->bad, __ATOMIC_RELAXED);
+    while (i < cur && !__atomic_compare_exchange_n(&w->bad, &cur, i, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+/* Claims a chunk of published, unclaimed batches and checks it; 0 when there was none to claim. */
+static int claim_and_check(shared_walk *w) {
+    Py_ssize_t from = __atomic_load_n(&w->next, __ATOMIC_RELAXED);
+    for (;;) {
+        Py_ssize_t framed = __atomic_load_n(&w->framed, __ATOMIC_ACQUIRE);
+        if (from >= framed || from >= __atomic_load_n(&w->bad, __ATOMIC_RELAXED)) return 0;
+        Py_ssize_t to = from;
+        int64_t bytes = 0;
+        while (to < framed && to - from < CLAIM_ROWS && bytes < CLAIM_BYTES) bytes += w->rows[to++ * N_COLUMNS + C_SIZE];
+        if (__atomic_compare_exchange_n(&w->next, &from, to, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            for (Py_ssize_t i = from; i < to; i++) {
+                const int64_t *r = w->rows + i * N_COLUMNS;
+                if (crc32c(0, w->buf + r[C_POSITION] + 21, (size_t)(r[C_SIZE] - 21)) != (uint32_t)r[C_CRC]) {
+                    note_bad(w, i);
+                    break;
+                }
+            }
+            return 1;
+        }
+        /* Another thread claimed first: `from` now holds where claims stand. */
+    }
+}
+
+static inline void cpu_relax(void) {
+#if defined(KD_X86)
+    __builtin_ia32_pause();
+#elif defined(KD_ARM)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void *helper_thread(void *arg) {
+    shared_walk *w = arg;
+    int idle = 0;
+    for (;;) {
+        if (claim_and_check(w)) {
+            idle = 0;
+            continue;
+        }
+        if (__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) {
+            /* `framed` is final: what is left unclaimed, then out. */
+            while (claim_and_check(w)) {
+            }
+            return NULL;
+        }
+        if (++idle < 256)
+            cpu_relax();
+        else
+            sched_yield();
+    }
+}
+
 static PyObject *walk_v2(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
-    Py_ssize_t pos, end, limit, soft_stop, max_batches;
+    Py_ssize_t pos, end, limit, soft_stop, max_batches, thread_bytes = THREAD_BYTES;
+    int threads = 1;
     long long prev_last, prev_epoch;
     PyObject *base_obj;
-    if (!PyArg_ParseTuple(args, "y*nnnnLLOn", &view, &pos, &end, &limit, &soft_stop, &prev_last, &prev_epoch, &base_obj,
-                          &max_batches))
+    if (!PyArg_ParseTuple(args, "y*nnnnLLOn|in", &view, &pos, &end, &limit, &soft_stop, &prev_last, &prev_epoch,
+                          &base_obj, &max_batches, &threads, &thread_bytes))
         return NULL;
     int has_base = base_obj != Py_None;
     long long base_offset = has_base ? PyLong_AsLongLong(base_obj) : 0;
@@ -272,6 +361,8 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     if (limit > end) limit = end;
     if (pos < 0) pos = end;
     if (max_batches < 0) max_batches = 0;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    if (threads < 1) threads = 1;
     crc_init();
     const uint8_t *buf = view.buf;
 
@@ -279,7 +370,23 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     Py_ssize_t cap = 0, n = 0;
     int64_t *rows = NULL; /* row-major while walking; transposed once at the end */
     long long records = 0, max_ts = INT64_MIN, off_max = 0, attrs_or = 0;
+    const long long last_in = prev_last, epoch_in = prev_epoch;
     Py_BEGIN_ALLOW_THREADS;
+    /* With helper threads the rows cannot move (they read them): room for every batch the window
+     * can hold, each at least the v2 header long. */
+    shared_walk w = {buf, NULL, 0, 0, PY_SSIZE_T_MAX, 0};
+    pthread_t ids[MAX_THREADS];
+    int helpers = 0;
+    Py_ssize_t window = (soft_stop < limit ? soft_stop : limit) - pos;
+    if (threads > 1 && pos < limit && window >= thread_bytes) {
+        Py_ssize_t most = (limit - pos) / V2_HEADER_SIZE + 1;
+        cap = most < max_batches ? most : max_batches;
+        rows = cap ? PyMem_RawMalloc((size_t)cap * N_COLUMNS * sizeof(int64_t)) : NULL;
+        if (rows == NULL) cap = 0;
+        w.rows = rows;
+        for (int t = 1; rows != NULL && t < threads; t++)
+            if (pthread_create(&ids[helpers], NULL, helper_thread, &w) == 0) helpers++;
+    }
     while (n < max_batches && pos < soft_stop) {
         Py_ssize_t remaining = end - pos;
         if (remaining <= HEADER_SIZE_UP_TO_MAGIC) break;
@@ -308,8 +415,9 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         if (count < 0 || (int64_t)count > (int64_t)delta + 1) break;
         if (epoch < prev_epoch) break;
         if ((attributes & 0x07) > 4) break;
-        if (crc32c(0, e + 21, (size_t)(size - 21)) != crc) break;
+        if (helpers == 0 && crc32c(0, e + 21, (size_t)(size - 21)) != crc) break;
         if (n == cap) {
+            if (helpers) break; /* the window's room is full (cannot happen: bounded above) */
             Py_ssize_t ncap = cap ? cap * 2 : 256;
             int64_t *nr = PyMem_RawRealloc(rows, (size_t)ncap * N_COLUMNS * sizeof(int64_t));
             if (nr == NULL) break; /* hand back: the scanner reads on in Python */
@@ -330,16 +438,44 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         r[C_PRODUCER_EPOCH] = be16(e + 51);
         r[C_BASE_SEQUENCE] = be32(e + 53);
         r[C_LEADER_EPOCH] = epoch;
-        if (r[C_MAX_TIMESTAMP] > max_ts) {
-            max_ts = r[C_MAX_TIMESTAMP];
-            off_max = last;
-        }
-        records += count;
-        attrs_or |= attributes;
         prev_last = last;
         if (epoch >= 0 && epoch > prev_epoch) prev_epoch = epoch;
         pos += size;
         n++;
+        if (helpers) {
+            __atomic_store_n(&w.framed, n, __ATOMIC_RELEASE);
+            /* A batch that fails its checksum ends the run: no need to frame past it. */
+            if (__atomic_load_n(&w.bad, __ATOMIC_RELAXED) < n) break;
+            if (n - __atomic_load_n(&w.next, __ATOMIC_RELAXED) >= BACKLOG_ROWS) claim_and_check(&w);
+        }
+    }
+    if (helpers) {
+        __atomic_store_n(&w.done, 1, __ATOMIC_RELEASE);
+        while (claim_and_check(&w)) {
+        }
+        for (int t = 0; t < helpers; t++) pthread_join(ids[t], NULL);
+        /* The run ends before the first batch whose checksum fails, as if checked one by one; the
+         * state is then the one after the batch before it. */
+        if (w.bad < n) {
+            n = w.bad;
+            pos = (Py_ssize_t)rows[n * N_COLUMNS + C_POSITION];
+            prev_last = last_in;
+            prev_epoch = epoch_in;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                const int64_t *r = rows + i * N_COLUMNS;
+                prev_last = r[C_LAST_OFFSET];
+                if (r[C_LEADER_EPOCH] >= 0 && r[C_LEADER_EPOCH] > prev_epoch) prev_epoch = r[C_LEADER_EPOCH];
+            }
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t *r = rows + i * N_COLUMNS;
+        if (r[C_MAX_TIMESTAMP] > max_ts) {
+            max_ts = r[C_MAX_TIMESTAMP];
+            off_max = r[C_LAST_OFFSET];
+        }
+        records += r[C_COUNT];
+        attrs_or |= r[C_ATTRIBUTES];
     }
     Py_END_ALLOW_THREADS;
     PyBuffer_Release(&view);

@@ -14,6 +14,7 @@ scan would have yielded for those batches.
 
 from __future__ import annotations
 
+import os
 from types import ModuleType
 from typing import NamedTuple
 
@@ -43,6 +44,38 @@ N_COLUMNS = 13
 # Batches per call: bounds a run's columns (104 bytes a batch) whatever the batches' size.
 MAX_RUN = 8192
 _INT64_MAX = (1 << 63) - 1
+
+
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+# Threads that checksum a window of framed batches (the framing itself is serial): one per core this
+# process may run on, up to 4. Forked workers that each have a core set it to 1 (`set_threads`).
+_threads = min(4, _cores())
+# Bytes framed in one call from which the checksums go to those threads (None: the compiled default).
+_thread_bytes: int | None = None
+
+
+def set_threads(threads: int, thread_bytes: int | None = None) -> None:
+    """How many threads check a walked window's checksums (1: this thread, batch by batch) and from how
+    many framed bytes (None: the compiled module's threshold; tests force it low)."""
+    global _threads, _thread_bytes
+    _threads = max(1, threads)
+    _thread_bytes = thread_bytes
+
+
+def threads() -> int:
+    return _threads
+
+
+def thread_bytes() -> int | None:
+    return _thread_bytes
 
 
 # The compiled module, or None for the reference path (tests set it to None to compare the two).
@@ -108,9 +141,15 @@ def walk(
         return None
     if base_offset is not None and not 0 <= base_offset <= _INT64_MAX:
         return None
-    n, new_pos, last, epoch, columns, records, max_ts, off_max, attrs = compiled.walk_v2(
-        buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, MAX_RUN
-    )
+    if _thread_bytes is None:
+        walked = compiled.walk_v2(
+            buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, MAX_RUN, _threads
+        )
+    else:
+        walked = compiled.walk_v2(
+            buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, MAX_RUN, _threads, _thread_bytes
+        )
+    n, new_pos, last, epoch, columns, records, max_ts, off_max, attrs = walked
     if n == 0:
         return None
     return BatchRun(n, pos, new_pos, columns, records, max_ts, off_max, attrs, last), WalkState(last, epoch)
