@@ -35,6 +35,7 @@
 #include <Python.h>
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -263,6 +264,20 @@ enum {
  * tests/bench/README.md). */
 #define THREAD_BYTES (1 << 20)
 #define MAX_THREADS 16
+/* Helpers that wait this long for a core to end (the machine is busy: they got none while the window
+ * was walked) cost more than they save: the next windows, 1 then 2, 4 ... up to 64 in a row while it
+ * lasts, are walked on one thread. (Not with thread_bytes 0, which the tests use to thread every
+ * window.) Racy between concurrent calls by design: a hint, read and written atomically. */
+#define SLOW_JOIN_NS 200000LL
+#define MAX_SKIP 64
+static int skip_windows = 0, skip_next = 1;
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 /* What one claim takes: up to this many batches, or bytes. */
 #define CLAIM_ROWS 32
 #define CLAIM_BYTES (64 << 10)
@@ -276,10 +291,11 @@ enum {
 typedef struct {
     const uint8_t *buf;
     const int64_t *rows;
-    Py_ssize_t framed; /* atomic: rows [0, framed) are written */
-    Py_ssize_t next;   /* atomic: rows [0, next) are claimed */
-    Py_ssize_t bad;    /* atomic: the first row whose checksum fails; PY_SSIZE_T_MAX: none yet */
-    int done;          /* atomic: `framed` is final */
+    /* Each written by its own threads, each on its own cache line. */
+    _Alignas(64) Py_ssize_t framed; /* atomic: rows [0, framed) are written */
+    int done;                       /* atomic: `framed` is final */
+    _Alignas(64) Py_ssize_t next;   /* atomic: rows [0, next) are claimed */
+    _Alignas(64) Py_ssize_t bad;    /* atomic: the first row whose checksum fails; PY_SSIZE_T_MAX: none */
 } shared_walk;
 
 static void note_bad(shared_walk *w, Py_ssize_t i) {
@@ -374,10 +390,16 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS;
     /* With helper threads the rows cannot move (they read them): room for every batch the window
      * can hold, each at least the v2 header long. */
-    shared_walk w = {buf, NULL, 0, 0, PY_SSIZE_T_MAX, 0};
+    shared_walk w = {.buf = buf, .rows = NULL, .framed = 0, .done = 0, .next = 0, .bad = PY_SSIZE_T_MAX};
     pthread_t ids[MAX_THREADS];
     int helpers = 0;
+    Py_ssize_t published = 0, published_pos = pos;
     Py_ssize_t window = (soft_stop < limit ? soft_stop : limit) - pos;
+    int adaptive = thread_bytes > 0;
+    if (threads > 1 && adaptive && window >= thread_bytes && __atomic_load_n(&skip_windows, __ATOMIC_RELAXED) > 0) {
+        __atomic_fetch_sub(&skip_windows, 1, __ATOMIC_RELAXED);
+        threads = 1;
+    }
     if (threads > 1 && pos < limit && window >= thread_bytes) {
         Py_ssize_t most = (limit - pos) / V2_HEADER_SIZE + 1;
         cap = most < max_batches ? most : max_batches;
@@ -442,7 +464,10 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         if (epoch >= 0 && epoch > prev_epoch) prev_epoch = epoch;
         pos += size;
         n++;
-        if (helpers) {
+        if (helpers && (n - published >= CLAIM_ROWS || pos - published_pos >= CLAIM_BYTES)) {
+            /* Published a claim's worth at a time: the line the helpers read changes seldom. */
+            published = n;
+            published_pos = pos;
             __atomic_store_n(&w.framed, n, __ATOMIC_RELEASE);
             /* A batch that fails its checksum ends the run: no need to frame past it. */
             if (__atomic_load_n(&w.bad, __ATOMIC_RELAXED) < n) break;
@@ -450,10 +475,21 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         }
     }
     if (helpers) {
+        __atomic_store_n(&w.framed, n, __ATOMIC_RELEASE);
         __atomic_store_n(&w.done, 1, __ATOMIC_RELEASE);
         while (claim_and_check(&w)) {
         }
+        long long joined = now_ns();
         for (int t = 0; t < helpers; t++) pthread_join(ids[t], NULL);
+        if (adaptive) {
+            int next = __atomic_load_n(&skip_next, __ATOMIC_RELAXED);
+            if (now_ns() - joined > SLOW_JOIN_NS) {
+                __atomic_store_n(&skip_windows, next, __ATOMIC_RELAXED);
+                __atomic_store_n(&skip_next, next < MAX_SKIP ? 2 * next : MAX_SKIP, __ATOMIC_RELAXED);
+            } else {
+                __atomic_store_n(&skip_next, 1, __ATOMIC_RELAXED);
+            }
+        }
         /* The run ends before the first batch whose checksum fails, as if checked one by one; the
          * state is then the one after the batch before it. */
         if (w.bad < n) {
