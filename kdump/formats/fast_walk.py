@@ -15,6 +15,7 @@ scan would have yielded for those batches.
 from __future__ import annotations
 
 import os
+import sys
 from types import ModuleType
 from typing import NamedTuple
 
@@ -106,6 +107,10 @@ class BatchRun(NamedTuple):
         n = self.n
         view = memoryview(self.columns).cast("q")
         return view[k * n : (k + 1) * n].tolist()
+
+    def value(self, k: int, i: int) -> int:
+        """Column `k` of the i-th batch."""
+        return int.from_bytes(self.columns[(k * self.n + i) * 8 : (k * self.n + i + 1) * 8], sys.byteorder, signed=True)
 
     def headers(self) -> list[BatchHeader]:
         """The `BatchHeader` of each batch, equal to what `decode_v2_header` gives."""
