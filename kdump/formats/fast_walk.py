@@ -47,8 +47,6 @@ MAX_RUN = 8192
 _INT64_MAX = (1 << 63) - 1
 
 
-
-
 def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -110,7 +108,9 @@ class BatchRun(NamedTuple):
 
     def value(self, k: int, i: int) -> int:
         """Column `k` of the i-th batch."""
-        return int.from_bytes(self.columns[(k * self.n + i) * 8 : (k * self.n + i + 1) * 8], sys.byteorder, signed=True)
+        return int.from_bytes(
+            self.columns[(k * self.n + i) * 8 : (k * self.n + i + 1) * 8], sys.byteorder, signed=True
+        )
 
     def headers(self) -> list[BatchHeader]:
         """The `BatchHeader` of each batch, equal to what `decode_v2_header` gives."""
@@ -152,7 +152,17 @@ def walk(
         )
     else:
         walked = compiled.walk_v2(
-            buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, MAX_RUN, _threads, _thread_bytes
+            buf,
+            pos,
+            end,
+            limit,
+            soft_stop,
+            prev_last,
+            prev_epoch,
+            base_offset,
+            MAX_RUN,
+            _threads,
+            _thread_bytes,
         )
     n, new_pos, last, epoch, columns, records, max_ts, off_max, attrs = walked
     if n == 0:

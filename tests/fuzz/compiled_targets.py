@@ -195,7 +195,11 @@ def fuzz_compiled_walk(data: bytes) -> None:
         for pos, prev_last in [(0, -1), *starts[:8]]:
             if not INT64_MIN <= prev_last < INT64_MAX:
                 continue
-            for limit, soft_stop, most in ((size, size, 8192), (size * 2 // 3, size, 8192), (size, size // 2, 3)):
+            for limit, soft_stop, most in (
+                (size, size, 8192),
+                (size * 2 // 3, size, 8192),
+                (size, size // 2, 3),
+            ):
                 args = (buf, pos, size, limit, soft_stop, prev_last, -1, None, most)
                 assert walk.walk_v2(*args, threads, 0) == walk.walk_v2(*args), (pos, limit, soft_stop)
 

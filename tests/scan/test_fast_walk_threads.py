@@ -50,7 +50,11 @@ def _break(data: bytes, positions: list[int], picks: list[tuple[int, int, bool]]
         if framing:
             out[at + 7] ^= 0x10
         else:
-            nxt = positions[batch % len(positions) + 1] if batch % len(positions) + 1 < len(positions) else len(out)
+            nxt = (
+                positions[batch % len(positions) + 1]
+                if batch % len(positions) + 1 < len(positions)
+                else len(out)
+            )
             out[at + 61 + byte % max(1, nxt - at - 61)] ^= 0x5A
     return bytes(out)
 
@@ -112,7 +116,11 @@ def threaded() -> Iterator[None]:
     fast_walk.set_threads(*saved)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(
     seed=st.integers(0, 2**16),
     n=st.integers(1, 60),
@@ -146,7 +154,9 @@ def test_the_default_is_a_thread_per_core_up_to_four() -> None:
 
 @pytest.mark.parametrize("bads", [(70, 30), (89,), (0,), (88, 89), ()])
 @pytest.mark.parametrize("threads", [2, 4, 16, 1000])
-def test_a_large_damaged_run_on_threads_ends_at_its_first_mismatch(threads: int, bads: tuple[int, ...]) -> None:
+def test_a_large_damaged_run_on_threads_ends_at_its_first_mismatch(
+    threads: int, bads: tuple[int, ...]
+) -> None:
     """Above the compiled threshold (a window of 3 MiB), the first damaged batch ends the run: the
     first batch, one in the middle, the last framed one."""
     assert WALK is not None
