@@ -34,7 +34,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <pthread.h>
-#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <time.h>
 #include <stdint.h>
 #include <string.h>
@@ -259,17 +260,16 @@ enum {
     N_COLUMNS
 };
 
-/* A window of at least this many bytes (from `pos` to `soft_stop` or `limit`) is walked with helper
- * threads when the caller asks for them; below it a thread costs more than it saves (measured:
- * tests/bench/README.md). */
+/* With threads > 1, a window of at least this many bytes (from `pos` to `soft_stop` or `limit`) gets a
+ * helper thread; below it a thread costs more than it saves (measured: tests/bench/README.md). */
 #define THREAD_BYTES (1 << 20)
-#define MAX_THREADS 16
-/* Helpers that wait this long for a core to end (the machine is busy: they got none while the window
- * was walked) cost more than they save: the next windows, 1 then 2, 4 ... up to 64 in a row while it
- * lasts, are walked on one thread. (Not with thread_bytes 0, which the tests use to thread every
- * window.) Racy between concurrent calls by design: a hint, read and written atomically. */
-#define SLOW_JOIN_NS 200000LL
-#define MAX_SKIP 64
+/* A helper that takes this long to start and end (the machine is busy: it got no core while the
+ * window was walked, and the call waited for one) costs more than it saves: the next windows, 1 then
+ * 2, 4 ... up to 256 (a GiB of 4 MiB windows) in a row while it lasts, are walked without. (Not with
+ * thread_bytes 0, which the tests use to give every window a helper.) Shared by concurrent calls, read
+ * and written atomically: a hint, whichever call writes last. */
+#define SLOW_HELPER_NS 200000LL
+#define MAX_SKIP 256
 static int skip_windows = 0, skip_next = 1;
 
 static long long now_ns(void) {
@@ -278,82 +278,32 @@ static long long now_ns(void) {
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-/* What one claim takes: up to this many batches, or bytes. */
-#define CLAIM_ROWS 32
-#define CLAIM_BYTES (64 << 10)
-/* The framing thread checks a claim itself when this many framed batches wait unclaimed. */
-#define BACKLOG_ROWS 64
+/* The helper maps the window's pages ahead of the walk (MADV_POPULATE_READ, a step at a time), so
+ * that the walk, checking each batch as it frames it, finds them mapped instead of taking a page
+ * fault every 64 KiB: the kernel's half of reading a mapped file, on the other core. It starts this
+ * far ahead of the walk and stops once the walk is over. */
+#define POPULATE_LEAD (64 << 10)
+#define POPULATE_STEP (256 << 10)
 
-/* A window walked by several threads: this one frames the batches into `rows` and publishes them
- * (`framed`, release); every thread, this one included, claims published batches a chunk at a time
- * (`next`) and checks their checksums; `bad` is the first batch whose checksum fails. The window's
- * run is then cut at `bad`, so the result is the one of a walk that checks each batch as it frames it. */
 typedef struct {
-    const uint8_t *buf;
-    const int64_t *rows;
-    /* Each written by its own threads, each on its own cache line. */
-    _Alignas(64) Py_ssize_t framed; /* atomic: rows [0, framed) are written */
-    int done;                       /* atomic: `framed` is final */
-    _Alignas(64) Py_ssize_t next;   /* atomic: rows [0, next) are claimed */
-    _Alignas(64) Py_ssize_t bad;    /* atomic: the first row whose checksum fails; PY_SSIZE_T_MAX: none */
-} shared_walk;
+    const uint8_t *from, *to; /* the pages to map (whole pages inside the window) */
+    int over;                 /* atomic: the walk has ended */
+} populate_job;
 
-static void note_bad(shared_walk *w, Py_ssize_t i) {
-    Py_ssize_t cur = __atomic_load_n(&w->bad, __ATOMIC_RELAXED);
-    while (i < cur && !__atomic_compare_exchange_n(&w->bad, &cur, i, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+static void *populate_thread(void *arg) {
+    populate_job *job = arg;
+#ifdef MADV_POPULATE_READ
+    for (const uint8_t *p = job->from; p < job->to && !__atomic_load_n(&job->over, __ATOMIC_RELAXED);) {
+        size_t n = (size_t)(job->to - p) < POPULATE_STEP ? (size_t)(job->to - p) : POPULATE_STEP;
+        /* An error (a file cut short under the scan; a kernel without it) changes nothing: no signal
+         * is raised, and the walk reads what it reads either way. */
+        if (madvise((void *)p, n, MADV_POPULATE_READ) != 0) break;
+        p += n;
     }
-}
-
-/* Claims a chunk of published, unclaimed batches and checks it; 0 when there was none to claim. */
-static int claim_and_check(shared_walk *w) {
-    Py_ssize_t from = __atomic_load_n(&w->next, __ATOMIC_RELAXED);
-    for (;;) {
-        Py_ssize_t framed = __atomic_load_n(&w->framed, __ATOMIC_ACQUIRE);
-        if (from >= framed || from >= __atomic_load_n(&w->bad, __ATOMIC_RELAXED)) return 0;
-        Py_ssize_t to = from;
-        int64_t bytes = 0;
-        while (to < framed && to - from < CLAIM_ROWS && bytes < CLAIM_BYTES) bytes += w->rows[to++ * N_COLUMNS + C_SIZE];
-        if (__atomic_compare_exchange_n(&w->next, &from, to, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-            for (Py_ssize_t i = from; i < to; i++) {
-                const int64_t *r = w->rows + i * N_COLUMNS;
-                if (crc32c(0, w->buf + r[C_POSITION] + 21, (size_t)(r[C_SIZE] - 21)) != (uint32_t)r[C_CRC]) {
-                    note_bad(w, i);
-                    break;
-                }
-            }
-            return 1;
-        }
-        /* Another thread claimed first: `from` now holds where claims stand. */
-    }
-}
-
-static inline void cpu_relax(void) {
-#if defined(KD_X86)
-    __builtin_ia32_pause();
-#elif defined(KD_ARM)
-    __asm__ __volatile__("yield");
+#else
+    (void)job;
 #endif
-}
-
-static void *helper_thread(void *arg) {
-    shared_walk *w = arg;
-    int idle = 0;
-    for (;;) {
-        if (claim_and_check(w)) {
-            idle = 0;
-            continue;
-        }
-        if (__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) {
-            /* `framed` is final: what is left unclaimed, then out. */
-            while (claim_and_check(w)) {
-            }
-            return NULL;
-        }
-        if (++idle < 256)
-            cpu_relax();
-        else
-            sched_yield();
-    }
+    return NULL;
 }
 
 static PyObject *walk_v2(PyObject *self, PyObject *args) {
@@ -377,8 +327,6 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     if (limit > end) limit = end;
     if (pos < 0) pos = end;
     if (max_batches < 0) max_batches = 0;
-    if (threads > MAX_THREADS) threads = MAX_THREADS;
-    if (threads < 1) threads = 1;
     crc_init();
     const uint8_t *buf = view.buf;
 
@@ -386,28 +334,28 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     Py_ssize_t cap = 0, n = 0;
     int64_t *rows = NULL; /* row-major while walking; transposed once at the end */
     long long records = 0, max_ts = INT64_MIN, off_max = 0, attrs_or = 0;
-    const long long last_in = prev_last, epoch_in = prev_epoch;
     Py_BEGIN_ALLOW_THREADS;
-    /* With helper threads the rows cannot move (they read them): room for every batch the window
-     * can hold, each at least the v2 header long. */
-    shared_walk w = {.buf = buf, .rows = NULL, .framed = 0, .done = 0, .next = 0, .bad = PY_SSIZE_T_MAX};
-    pthread_t ids[MAX_THREADS];
-    int helpers = 0;
-    Py_ssize_t published = 0, published_pos = pos;
-    Py_ssize_t window = (soft_stop < limit ? soft_stop : limit) - pos;
-    int adaptive = thread_bytes > 0;
-    if (threads > 1 && adaptive && window >= thread_bytes && __atomic_load_n(&skip_windows, __ATOMIC_RELAXED) > 0) {
-        __atomic_fetch_sub(&skip_windows, 1, __ATOMIC_RELAXED);
-        threads = 1;
-    }
-    if (threads > 1 && pos < limit && window >= thread_bytes) {
-        Py_ssize_t most = (limit - pos) / V2_HEADER_SIZE + 1;
-        cap = most < max_batches ? most : max_batches;
-        rows = cap ? PyMem_RawMalloc((size_t)cap * N_COLUMNS * sizeof(int64_t)) : NULL;
-        if (rows == NULL) cap = 0;
-        w.rows = rows;
-        for (int t = 1; rows != NULL && t < threads; t++)
-            if (pthread_create(&ids[helpers], NULL, helper_thread, &w) == 0) helpers++;
+    /* A helper maps the window's pages ahead of the walk (see populate_thread). */
+    populate_job job = {NULL, NULL, 0};
+    pthread_t helper;
+    int helped = 0, adaptive = thread_bytes > 0;
+    long long overhead = 0; /* ns spent starting the helper, then waiting for it to end */
+    Py_ssize_t stop = soft_stop < limit ? soft_stop : limit;
+    if (threads > 1 && pos < stop && stop - pos >= thread_bytes) {
+        if (adaptive && __atomic_load_n(&skip_windows, __ATOMIC_RELAXED) > 0) {
+            __atomic_fetch_sub(&skip_windows, 1, __ATOMIC_RELAXED);
+        } else {
+            uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+            uintptr_t from = ((uintptr_t)(buf + pos) + POPULATE_LEAD + page - 1) & ~(page - 1);
+            uintptr_t to = (uintptr_t)(buf + stop) & ~(page - 1);
+            if (to > from) {
+                job.from = (const uint8_t *)from;
+                job.to = (const uint8_t *)to;
+                long long started = now_ns();
+                helped = pthread_create(&helper, NULL, populate_thread, &job) == 0;
+                overhead = now_ns() - started;
+            }
+        }
     }
     while (n < max_batches && pos < soft_stop) {
         Py_ssize_t remaining = end - pos;
@@ -437,9 +385,8 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         if (count < 0 || (int64_t)count > (int64_t)delta + 1) break;
         if (epoch < prev_epoch) break;
         if ((attributes & 0x07) > 4) break;
-        if (helpers == 0 && crc32c(0, e + 21, (size_t)(size - 21)) != crc) break;
+        if (crc32c(0, e + 21, (size_t)(size - 21)) != crc) break;
         if (n == cap) {
-            if (helpers) break; /* the window's room is full (cannot happen: bounded above) */
             Py_ssize_t ncap = cap ? cap * 2 : 256;
             int64_t *nr = PyMem_RawRealloc(rows, (size_t)ncap * N_COLUMNS * sizeof(int64_t));
             if (nr == NULL) break; /* hand back: the scanner reads on in Python */
@@ -460,58 +407,31 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         r[C_PRODUCER_EPOCH] = be16(e + 51);
         r[C_BASE_SEQUENCE] = be32(e + 53);
         r[C_LEADER_EPOCH] = epoch;
+        if (r[C_MAX_TIMESTAMP] > max_ts) {
+            max_ts = r[C_MAX_TIMESTAMP];
+            off_max = last;
+        }
+        records += count;
+        attrs_or |= attributes;
         prev_last = last;
         if (epoch >= 0 && epoch > prev_epoch) prev_epoch = epoch;
         pos += size;
         n++;
-        if (helpers && (n - published >= CLAIM_ROWS || pos - published_pos >= CLAIM_BYTES)) {
-            /* Published a claim's worth at a time: the line the helpers read changes seldom. */
-            published = n;
-            published_pos = pos;
-            __atomic_store_n(&w.framed, n, __ATOMIC_RELEASE);
-            /* A batch that fails its checksum ends the run: no need to frame past it. */
-            if (__atomic_load_n(&w.bad, __ATOMIC_RELAXED) < n) break;
-            if (n - __atomic_load_n(&w.next, __ATOMIC_RELAXED) >= BACKLOG_ROWS) claim_and_check(&w);
-        }
     }
-    if (helpers) {
-        __atomic_store_n(&w.framed, n, __ATOMIC_RELEASE);
-        __atomic_store_n(&w.done, 1, __ATOMIC_RELEASE);
-        while (claim_and_check(&w)) {
-        }
+    if (helped) {
+        __atomic_store_n(&job.over, 1, __ATOMIC_RELAXED);
         long long joined = now_ns();
-        for (int t = 0; t < helpers; t++) pthread_join(ids[t], NULL);
+        pthread_join(helper, NULL);
+        overhead += now_ns() - joined;
         if (adaptive) {
             int next = __atomic_load_n(&skip_next, __ATOMIC_RELAXED);
-            if (now_ns() - joined > SLOW_JOIN_NS) {
+            if (overhead > SLOW_HELPER_NS) {
                 __atomic_store_n(&skip_windows, next, __ATOMIC_RELAXED);
                 __atomic_store_n(&skip_next, next < MAX_SKIP ? 2 * next : MAX_SKIP, __ATOMIC_RELAXED);
             } else {
                 __atomic_store_n(&skip_next, 1, __ATOMIC_RELAXED);
             }
         }
-        /* The run ends before the first batch whose checksum fails, as if checked one by one; the
-         * state is then the one after the batch before it. */
-        if (w.bad < n) {
-            n = w.bad;
-            pos = (Py_ssize_t)rows[n * N_COLUMNS + C_POSITION];
-            prev_last = last_in;
-            prev_epoch = epoch_in;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                const int64_t *r = rows + i * N_COLUMNS;
-                prev_last = r[C_LAST_OFFSET];
-                if (r[C_LEADER_EPOCH] >= 0 && r[C_LEADER_EPOCH] > prev_epoch) prev_epoch = r[C_LEADER_EPOCH];
-            }
-        }
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const int64_t *r = rows + i * N_COLUMNS;
-        if (r[C_MAX_TIMESTAMP] > max_ts) {
-            max_ts = r[C_MAX_TIMESTAMP];
-            off_max = r[C_LAST_OFFSET];
-        }
-        records += r[C_COUNT];
-        attrs_or |= r[C_ATTRIBUTES];
     }
     Py_END_ALLOW_THREADS;
     PyBuffer_Release(&view);
