@@ -20,9 +20,9 @@
  *   walk_v2(buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, max_batches,
  *           threads=1, thread_bytes=THREAD_BYTES)
  *       -> (n, pos, prev_last, prev_epoch, columns, records, max_ts, offset_of_max_ts, attrs_or)
- *       With threads > 1 and at least thread_bytes framed, the checksums of the framed batches are
- *       computed on that many threads (created and joined inside the call, the GIL released) and
- *       the run is cut at the first batch whose checksum fails: the same result as threads=1.
+ *       With threads > 1 and a window (pos to soft_stop or limit) of at least thread_bytes, a helper
+ *       thread (created and joined inside the call, the GIL released) maps the window's pages ahead of
+ *       the walk; the result is the one of threads=1.
  *   headers(columns, n, header_type) -> list of header tuples
  *   index_agrees(kind, index, base_offset, positions, bases, lasts, max_timestamps, valid_bytes) -> bool
  *       (kind 0 .index, 1 .timeindex; the columns int64 arrays of the valid log's batches)

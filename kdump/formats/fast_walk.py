@@ -54,16 +54,17 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-# Threads that checksum a window of framed batches (the framing itself is serial): one per core this
-# process may run on, up to 4. Forked workers that each have a core set it to 1 (`set_threads`).
-_threads = min(4, _cores())
-# Bytes framed in one call from which the checksums go to those threads (None: the compiled default).
+# Threads of a walk: above 1, a helper thread maps each window's pages ahead of the walk (the page
+# faults of a mapped segment taken on another core). 2 where this process may run on two cores or more;
+# forked workers that each have a core set it to 1 (`set_threads`).
+_threads = min(2, _cores())
+# The bytes of a window from which it gets a helper (None: the compiled default).
 _thread_bytes: int | None = None
 
 
 def set_threads(threads: int, thread_bytes: int | None = None) -> None:
-    """How many threads check a walked window's checksums (1: this thread, batch by batch) and from how
-    many framed bytes (None: the compiled module's threshold; tests force it low)."""
+    """Whether walks use a helper thread (threads > 1) and from how many bytes of a window (None: the
+    compiled module's threshold; tests force it low)."""
     global _threads, _thread_bytes
     _threads = max(1, threads)
     _thread_bytes = thread_bytes

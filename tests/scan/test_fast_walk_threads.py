@@ -145,10 +145,10 @@ def test_scans_with_threads_give_the_reference_events(
         assert got == ref
 
 
-def test_the_default_is_a_thread_per_core_up_to_four() -> None:
+def test_the_default_is_a_helper_where_there_is_a_second_core() -> None:
     import os
 
-    assert 1 <= fast_walk.threads() <= 4
+    assert 1 <= fast_walk.threads() <= 2
     assert fast_walk.threads() <= (os.cpu_count() or 1)
 
 
