@@ -17,12 +17,8 @@
  * memory it has scanned).
  *
  * Functions (see _fastwalk.pyi):
- *   walk_v2(buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, max_batches,
- *           threads=1, thread_bytes=THREAD_BYTES)
+ *   walk_v2(buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, max_batches)
  *       -> (n, pos, prev_last, prev_epoch, columns, records, max_ts, offset_of_max_ts, attrs_or)
- *       With threads > 1 and a window (pos to soft_stop or limit) of at least thread_bytes, a helper
- *       thread (created and joined inside the call, the GIL released) maps the window's pages ahead of
- *       the walk; the result is the one of threads=1.
  *   headers(columns, n, header_type) -> list of header tuples
  *   index_agrees(kind, index, base_offset, positions, bases, lasts, max_timestamps, valid_bytes) -> bool
  *       (kind 0 .index, 1 .timeindex; the columns int64 arrays of the valid log's batches)
@@ -33,10 +29,6 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <pthread.h>
-#include <sys/mman.h>
-#include <unistd.h>
-#include <time.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -260,61 +252,14 @@ enum {
     N_COLUMNS
 };
 
-/* With threads > 1, a window of at least this many bytes (from `pos` to `soft_stop` or `limit`) gets a
- * helper thread; below it a thread costs more than it saves (measured: tests/bench/README.md). */
-#define THREAD_BYTES (1 << 20)
-/* A helper that takes this long to start and end (the machine is busy: it got no core while the
- * window was walked, and the call waited for one) costs more than it saves: the next windows, 1 then
- * 2, 4 ... up to 256 (a GiB of 4 MiB windows) in a row while it lasts, are walked without. (Not with
- * thread_bytes 0, which the tests use to give every window a helper.) Shared by concurrent calls, read
- * and written atomically: a hint, whichever call writes last. */
-#define SLOW_HELPER_NS 200000LL
-#define MAX_SKIP 256
-static int skip_windows = 0, skip_next = 1;
-
-static long long now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-/* The helper maps the window's pages ahead of the walk (MADV_POPULATE_READ, a step at a time), so
- * that the walk, checking each batch as it frames it, finds them mapped instead of taking a page
- * fault every 64 KiB: the kernel's half of reading a mapped file, on the other core. It starts this
- * far ahead of the walk and stops once the walk is over. */
-#define POPULATE_LEAD (64 << 10)
-#define POPULATE_STEP (256 << 10)
-
-typedef struct {
-    const uint8_t *from, *to; /* the pages to map (whole pages inside the window) */
-    int over;                 /* atomic: the walk has ended */
-} populate_job;
-
-static void *populate_thread(void *arg) {
-    populate_job *job = arg;
-#ifdef MADV_POPULATE_READ
-    for (const uint8_t *p = job->from; p < job->to && !__atomic_load_n(&job->over, __ATOMIC_RELAXED);) {
-        size_t n = (size_t)(job->to - p) < POPULATE_STEP ? (size_t)(job->to - p) : POPULATE_STEP;
-        /* An error (a file cut short under the scan; a kernel without it) changes nothing: no signal
-         * is raised, and the walk reads what it reads either way. */
-        if (madvise((void *)p, n, MADV_POPULATE_READ) != 0) break;
-        p += n;
-    }
-#else
-    (void)job;
-#endif
-    return NULL;
-}
-
 static PyObject *walk_v2(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
-    Py_ssize_t pos, end, limit, soft_stop, max_batches, thread_bytes = THREAD_BYTES;
-    int threads = 1;
+    Py_ssize_t pos, end, limit, soft_stop, max_batches;
     long long prev_last, prev_epoch;
     PyObject *base_obj;
-    if (!PyArg_ParseTuple(args, "y*nnnnLLOn|in", &view, &pos, &end, &limit, &soft_stop, &prev_last, &prev_epoch,
-                          &base_obj, &max_batches, &threads, &thread_bytes))
+    if (!PyArg_ParseTuple(args, "y*nnnnLLOn", &view, &pos, &end, &limit, &soft_stop, &prev_last, &prev_epoch, &base_obj,
+                          &max_batches))
         return NULL;
     int has_base = base_obj != Py_None;
     long long base_offset = has_base ? PyLong_AsLongLong(base_obj) : 0;
@@ -335,28 +280,6 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     int64_t *rows = NULL; /* row-major while walking; transposed once at the end */
     long long records = 0, max_ts = INT64_MIN, off_max = 0, attrs_or = 0;
     Py_BEGIN_ALLOW_THREADS;
-    /* A helper maps the window's pages ahead of the walk (see populate_thread). */
-    populate_job job = {NULL, NULL, 0};
-    pthread_t helper;
-    int helped = 0, adaptive = thread_bytes > 0;
-    long long overhead = 0; /* ns spent starting the helper, then waiting for it to end */
-    Py_ssize_t stop = soft_stop < limit ? soft_stop : limit;
-    if (threads > 1 && pos < stop && stop - pos >= thread_bytes) {
-        if (adaptive && __atomic_load_n(&skip_windows, __ATOMIC_RELAXED) > 0) {
-            __atomic_fetch_sub(&skip_windows, 1, __ATOMIC_RELAXED);
-        } else {
-            uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-            uintptr_t from = ((uintptr_t)(buf + pos) + POPULATE_LEAD + page - 1) & ~(page - 1);
-            uintptr_t to = (uintptr_t)(buf + stop) & ~(page - 1);
-            if (to > from) {
-                job.from = (const uint8_t *)from;
-                job.to = (const uint8_t *)to;
-                long long started = now_ns();
-                helped = pthread_create(&helper, NULL, populate_thread, &job) == 0;
-                overhead = now_ns() - started;
-            }
-        }
-    }
     while (n < max_batches && pos < soft_stop) {
         Py_ssize_t remaining = end - pos;
         if (remaining <= HEADER_SIZE_UP_TO_MAGIC) break;
@@ -417,21 +340,6 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         if (epoch >= 0 && epoch > prev_epoch) prev_epoch = epoch;
         pos += size;
         n++;
-    }
-    if (helped) {
-        __atomic_store_n(&job.over, 1, __ATOMIC_RELAXED);
-        long long joined = now_ns();
-        pthread_join(helper, NULL);
-        overhead += now_ns() - joined;
-        if (adaptive) {
-            int next = __atomic_load_n(&skip_next, __ATOMIC_RELAXED);
-            if (overhead > SLOW_HELPER_NS) {
-                __atomic_store_n(&skip_windows, next, __ATOMIC_RELAXED);
-                __atomic_store_n(&skip_next, next < MAX_SKIP ? 2 * next : MAX_SKIP, __ATOMIC_RELAXED);
-            } else {
-                __atomic_store_n(&skip_next, 1, __ATOMIC_RELAXED);
-            }
-        }
     }
     Py_END_ALLOW_THREADS;
     PyBuffer_Release(&view);
