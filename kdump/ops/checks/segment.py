@@ -195,45 +195,33 @@ def _marker_kind(buf: memoryview, h: BatchHeader, file: str) -> str | None:
 class _Batches:
     """Batches as columns (position, base offset, last offset, max timestamp): int64 arrays, or
     lists once a value does not fit one (damage the reference reports); the searchable table is
-    made when asked.
-
-    The compiled walk's runs are kept as their four columns' bytes and put onto the columns in one
-    go when the columns are next read (or a batch is added alone): arrays grown a run at a time
-    (over 500,000 batches in 256 runs a GiB of small batches) cost 4% more of a verify's CPU."""
+    made when asked."""
 
     def __init__(self) -> None:
-        self._columns: tuple[array.array[int], ...] | tuple[list[int], ...] = tuple(
+        self.columns: tuple[array.array[int], ...] | tuple[list[int], ...] = tuple(
             array.array("q") for _ in range(4)
         )
-        self._runs: list[list[bytes]] = [[] for _ in range(4)]
-
-    @property
-    def columns(self) -> tuple[array.array[int], ...] | tuple[list[int], ...]:
-        if self._runs[0]:
-            for col, parts in zip(self._columns, self._runs, strict=True):
-                joined = b"".join(parts)
-                parts.clear()
-                if isinstance(col, array.array):
-                    col.frombytes(joined)
-                else:
-                    col += memoryview(joined).cast("q").tolist()
-        return self._columns
 
     def add(self, *values: int) -> None:
-        columns = self.columns
         try:
-            for col, v in zip(columns, values, strict=True):
+            for col, v in zip(self.columns, values, strict=True):
                 col.append(v)
         except OverflowError:
-            n = len(columns[-1])
-            self._columns = tuple(c[:n].tolist() if isinstance(c, array.array) else c[:n] for c in columns)
+            n = len(self.columns[-1])
+            self.columns = tuple(
+                c[:n].tolist() if isinstance(c, array.array) else c[:n] for c in self.columns
+            )
             self.add(*values)
 
     def add_run(self, run: BatchRun) -> None:
         size = run.n * 8
         with memoryview(run.columns) as raw:
-            for parts, k in zip(self._runs, _RUN_COLUMNS, strict=True):
-                parts.append(raw[k * size : (k + 1) * size].tobytes())
+            for col, k in zip(self.columns, _RUN_COLUMNS, strict=True):
+                part = raw[k * size : (k + 1) * size]
+                if isinstance(col, array.array):
+                    col.frombytes(part)
+                else:
+                    col += part.cast("q").tolist()
 
     def cut(self, valid_bytes: int) -> _Batches:
         """Keep the batches that start before `valid_bytes`."""
