@@ -268,8 +268,9 @@ enum {
  * core (20% slower). So each window of a walk that may have one is timed, per MiB walked, with a
  * helper and without (each way twice to begin with); the cost of each kept as a running average (half
  * the old, half the new), and a window takes the cheaper way, the other one every PROBE_EVERY windows
- * to follow a change in the machine's load. (Not with thread_bytes 0, which the tests use to give every window a helper.)
- * Shared by concurrent calls, read and written atomically: a hint, whichever call writes last. */
+ * to follow a change in the machine's load. (Not with thread_bytes 0, which the tests use to give
+ * every window a helper.) Shared by concurrent calls, read and written atomically: a hint, whichever
+ * call writes last. */
 #define PROBE_EVERY 8
 static long long cost_per_mib[2]; /* [0] alone, [1] with a helper; 0: not measured yet */
 static unsigned windows_walked;
