@@ -301,6 +301,9 @@ static long long now_ns(void) {
  * that the walk, checking each batch as it frames it, finds them mapped instead of taking a page
  * fault every 64 KiB: the kernel's half of reading a mapped file, on the other core. It starts this
  * far ahead of the walk and stops once the walk is over. */
+#if defined(__linux__) && !defined(MADV_POPULATE_READ)
+#define MADV_POPULATE_READ 22 /* Linux 5.14; built against older headers, an older kernel says EINVAL */
+#endif
 #define POPULATE_LEAD (64 << 10)
 #define POPULATE_STEP (256 << 10)
 
