@@ -17,8 +17,12 @@
  * memory it has scanned).
  *
  * Functions (see _fastwalk.pyi):
- *   walk_v2(buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, max_batches)
+ *   walk_v2(buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, max_batches,
+ *           threads=1, thread_bytes=THREAD_BYTES)
  *       -> (n, pos, prev_last, prev_epoch, columns, records, max_ts, offset_of_max_ts, attrs_or)
+ *       With threads > 1 and a window (pos to soft_stop or limit) of at least thread_bytes, a helper
+ *       thread (created and joined inside the call, the GIL released) maps the window's pages ahead of
+ *       the walk; the result is the one of threads=1.
  *   headers(columns, n, header_type) -> list of header tuples
  *   kafka_batch_lines(columns, n, lo, hi, position, limit) -> (lines, count, position after them)
  *   index_agrees(kind, index, base_offset, positions, bases, lasts, max_timestamps, valid_bytes) -> bool
@@ -30,6 +34,10 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <time.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -253,14 +261,83 @@ enum {
     N_COLUMNS
 };
 
+/* With threads > 1, a window of at least this many bytes (from `pos` to `soft_stop` or `limit`) gets a
+ * helper thread; below it a thread costs more than it saves (measured: tests/bench/README.md). */
+#define THREAD_BYTES (1 << 20)
+/* Whether a helper pays depends on whether a core is free for it: on a quiet machine it takes the
+ * walk's page faults off it (a GiB walked 20% faster), on a busy one the call waits for it to get a
+ * core (20% slower). So each window of a walk that may have one is timed, per MiB walked, with a
+ * helper and without (each way twice to begin with); the cost of each kept as a running average (half
+ * the old, half the new), and a window takes the cheaper way, the other one every PROBE_EVERY windows
+ * to follow a change in the machine's load. (Not with thread_bytes 0, which the tests use to give
+ * every window a helper.) Shared by concurrent calls, read and written atomically: a hint, whichever
+ * call writes last. */
+#define PROBE_EVERY 8
+static long long cost_per_mib[2]; /* [0] alone, [1] with a helper; 0: not measured yet */
+static unsigned windows_walked;
+
+static int choose_helper(void) {
+    long long alone = __atomic_load_n(&cost_per_mib[0], __ATOMIC_RELAXED);
+    long long helped = __atomic_load_n(&cost_per_mib[1], __ATOMIC_RELAXED);
+    unsigned w = __atomic_fetch_add(&windows_walked, 1, __ATOMIC_RELAXED);
+    if (w < 4 || helped == 0 || alone == 0) return !(w & 1); /* each way twice to begin with */
+    int best = helped < alone;
+    return w % PROBE_EVERY == PROBE_EVERY - 1 ? !best : best;
+}
+
+static void note_cost(int helped, long long ns, Py_ssize_t bytes) {
+    if (bytes <= 0 || ns <= 0 || ns > (INT64_MAX >> 21)) return;
+    long long cost = ns * (1 << 20) / bytes;
+    long long old = __atomic_load_n(&cost_per_mib[helped], __ATOMIC_RELAXED);
+    __atomic_store_n(&cost_per_mib[helped], old ? (old + cost) / 2 : (cost ? cost : 1), __ATOMIC_RELAXED);
+}
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* The helper maps the window's pages ahead of the walk (MADV_POPULATE_READ, a step at a time), so
+ * that the walk, checking each batch as it frames it, finds them mapped instead of taking a page
+ * fault every 64 KiB: the kernel's half of reading a mapped file, on the other core. It starts this
+ * far ahead of the walk and stops once the walk is over. */
+#if defined(__linux__) && !defined(MADV_POPULATE_READ)
+#define MADV_POPULATE_READ 22 /* Linux 5.14; built against older headers, an older kernel says EINVAL */
+#endif
+#define POPULATE_LEAD (64 << 10)
+#define POPULATE_STEP (256 << 10)
+
+typedef struct {
+    const uint8_t *from, *to; /* the pages to map (whole pages inside the window) */
+    int over;                 /* atomic: the walk has ended */
+} populate_job;
+
+static void *populate_thread(void *arg) {
+    populate_job *job = arg;
+#ifdef MADV_POPULATE_READ
+    for (const uint8_t *p = job->from; p < job->to && !__atomic_load_n(&job->over, __ATOMIC_RELAXED);) {
+        size_t n = (size_t)(job->to - p) < POPULATE_STEP ? (size_t)(job->to - p) : POPULATE_STEP;
+        /* An error (a file cut short under the scan; a kernel without it) changes nothing: no signal
+         * is raised, and the walk reads what it reads either way. */
+        if (madvise((void *)p, n, MADV_POPULATE_READ) != 0) break;
+        p += n;
+    }
+#else
+    (void)job;
+#endif
+    return NULL;
+}
+
 static PyObject *walk_v2(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
-    Py_ssize_t pos, end, limit, soft_stop, max_batches;
+    Py_ssize_t pos, end, limit, soft_stop, max_batches, thread_bytes = THREAD_BYTES;
+    int threads = 1;
     long long prev_last, prev_epoch;
     PyObject *base_obj;
-    if (!PyArg_ParseTuple(args, "y*nnnnLLOn", &view, &pos, &end, &limit, &soft_stop, &prev_last, &prev_epoch, &base_obj,
-                          &max_batches))
+    if (!PyArg_ParseTuple(args, "y*nnnnLLOn|in", &view, &pos, &end, &limit, &soft_stop, &prev_last, &prev_epoch,
+                          &base_obj, &max_batches, &threads, &thread_bytes))
         return NULL;
     int has_base = base_obj != Py_None;
     long long base_offset = has_base ? PyLong_AsLongLong(base_obj) : 0;
@@ -281,6 +358,28 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     int64_t *rows = NULL; /* row-major while walking; transposed once at the end */
     long long records = 0, max_ts = INT64_MIN, off_max = 0, attrs_or = 0;
     Py_BEGIN_ALLOW_THREADS;
+    /* A helper maps the window's pages ahead of the walk (see populate_thread). */
+    populate_job job = {NULL, NULL, 0};
+    pthread_t helper;
+    int helped = 0, adaptive = thread_bytes > 0, timed = 0;
+    long long started = 0;
+    const Py_ssize_t pos0 = pos;
+    Py_ssize_t stop = soft_stop < limit ? soft_stop : limit;
+    if (threads > 1 && pos < stop && stop - pos >= thread_bytes) {
+        int help = adaptive ? choose_helper() : 1;
+        if (adaptive) {
+            timed = 1;
+            started = now_ns();
+        }
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t from = ((uintptr_t)(buf + pos) + POPULATE_LEAD + page - 1) & ~(page - 1);
+        uintptr_t to = (uintptr_t)(buf + stop) & ~(page - 1);
+        if (help && to > from) {
+            job.from = (const uint8_t *)from;
+            job.to = (const uint8_t *)to;
+            helped = pthread_create(&helper, NULL, populate_thread, &job) == 0;
+        }
+    }
     while (n < max_batches && pos < soft_stop) {
         Py_ssize_t remaining = end - pos;
         if (remaining <= HEADER_SIZE_UP_TO_MAGIC) break;
@@ -342,6 +441,12 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         pos += size;
         n++;
     }
+    if (helped) {
+        __atomic_store_n(&job.over, 1, __ATOMIC_RELAXED);
+        pthread_join(helper, NULL);
+    }
+    /* A window cut short (damage, the end of the bytes) says little about the cost per MiB. */
+    if (timed && pos - pos0 >= thread_bytes) note_cost(helped, now_ns() - started, pos - pos0);
     Py_END_ALLOW_THREADS;
     PyBuffer_Release(&view);
     PyObject *columns = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * N_COLUMNS * (Py_ssize_t)sizeof(int64_t)));

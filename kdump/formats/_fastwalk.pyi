@@ -11,6 +11,8 @@ def walk_v2(
     prev_epoch: int,
     base_offset: int | None,
     max_batches: int,
+    threads: int = 1,
+    thread_bytes: int = ...,
 ) -> tuple[int, int, int, int, bytes, int, int, int, int]: ...
 def headers(columns: bytes, n: int, header_type: type) -> list[tuple[object, ...]]: ...
 def kafka_batch_lines(

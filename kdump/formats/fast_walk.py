@@ -14,6 +14,8 @@ scan would have yielded for those batches.
 
 from __future__ import annotations
 
+import os
+import sys
 from types import ModuleType
 from typing import NamedTuple
 
@@ -45,6 +47,37 @@ MAX_RUN = 8192
 _INT64_MAX = (1 << 63) - 1
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+# Threads of a walk: above 1, a helper thread maps each window's pages ahead of the walk (the page
+# faults of a mapped segment taken on another core). 2 where this process may run on two cores or more;
+# forked workers that each have a core set it to 1 (`set_threads`).
+_threads = min(2, _cores())
+# The bytes of a window from which it gets a helper (None: the compiled default).
+_thread_bytes: int | None = None
+
+
+def set_threads(threads: int, thread_bytes: int | None = None) -> None:
+    """Whether walks use a helper thread (threads > 1) and from how many bytes of a window (None: the
+    compiled module's threshold; tests force it low)."""
+    global _threads, _thread_bytes
+    _threads = max(1, threads)
+    _thread_bytes = thread_bytes
+
+
+def threads() -> int:
+    return _threads
+
+
+def thread_bytes() -> int | None:
+    return _thread_bytes
+
+
 # The compiled module, or None for the reference path (tests set it to None to compare the two).
 compiled: ModuleType | None = load_compiled("_fastwalk")
 
@@ -73,6 +106,11 @@ class BatchRun(NamedTuple):
         n = self.n
         view = memoryview(self.columns).cast("q")
         return view[k * n : (k + 1) * n].tolist()
+
+    def value(self, k: int, i: int) -> int:
+        """Column `k` of the i-th batch."""
+        at = (k * self.n + i) * 8
+        return int.from_bytes(self.columns[at : at + 8], sys.byteorder, signed=True)
 
     def headers(self) -> list[BatchHeader]:
         """The `BatchHeader` of each batch, equal to what `decode_v2_header` gives."""
@@ -108,9 +146,25 @@ def walk(
         return None
     if base_offset is not None and not 0 <= base_offset <= _INT64_MAX:
         return None
-    n, new_pos, last, epoch, columns, records, max_ts, off_max, attrs = compiled.walk_v2(
-        buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, MAX_RUN
-    )
+    if _thread_bytes is None:
+        walked = compiled.walk_v2(
+            buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, MAX_RUN, _threads
+        )
+    else:
+        walked = compiled.walk_v2(
+            buf,
+            pos,
+            end,
+            limit,
+            soft_stop,
+            prev_last,
+            prev_epoch,
+            base_offset,
+            MAX_RUN,
+            _threads,
+            _thread_bytes,
+        )
+    n, new_pos, last, epoch, columns, records, max_ts, off_max, attrs = walked
     if n == 0:
         return None
     return BatchRun(n, pos, new_pos, columns, records, max_ts, off_max, attrs, last), WalkState(last, epoch)

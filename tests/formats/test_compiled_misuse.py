@@ -267,3 +267,54 @@ def test_kafka_batch_lines_from_misaligned_columns_and_int64_extremes() -> None:
     expected = ((batch_line(h) + "\n").encode(), 1, INT64_MIN + 61)
     assert walk.kafka_batch_lines(cols, 1, 0, 1, INT64_MIN, 0) == expected
     assert walk.kafka_batch_lines(shifted, 1, 0, 1, INT64_MIN, 0) == expected
+
+
+def _v2_run(n: int, value_size: int) -> bytes:
+    out = b""
+    for i in range(n):
+        out += build_v2_batch(i, [NewRecord(b"k", b"v" * value_size, 1000, ())])
+    return out
+
+
+@needs_walk
+@pytest.mark.parametrize("threads", [-(2**31), -1, 0, 1, 2, 17, 2**31 - 1])
+@pytest.mark.parametrize("thread_bytes", [INT64_MIN, -1, 0, 1, 2**62, INT64_MAX])
+def test_walk_v2_takes_any_thread_count_and_threshold(threads: int, thread_bytes: int) -> None:
+    """Out-of-range thread counts are clamped (1 to 16), any threshold is a threshold; with a window
+    that ends anywhere (past the buffer, before the start, at an odd place) the result is one
+    thread's."""
+    assert walk is not None
+    data = _v2_run(20, 300)
+    size = len(data)
+    for pos, limit, soft_stop, most in [
+        (0, size, size, 8192),
+        (0, size + 10**9, INT64_MAX, 8192),
+        (0, size // 3, size, 2),
+        (0, -5, size, 8192),
+        (size - 3, size, size, 8192),
+        (0, size, 0, 8192),
+        (0, size, size, -1),
+        (-7, size, size, 8192),
+    ]:
+        args = (data, pos, size, limit, soft_stop, -1, -1, 0, most)
+        assert walk.walk_v2(*args, threads, thread_bytes) == walk.walk_v2(*args)
+
+
+@needs_walk
+@pytest.mark.parametrize("threads", [2**31, -(2**31) - 1, 2**64])
+def test_walk_v2_refuses_a_thread_count_no_c_int_holds(threads: int) -> None:
+    assert walk is not None
+    data = _v2_run(2, 10)
+    with pytest.raises(OverflowError):
+        walk.walk_v2(data, 0, len(data), len(data), len(data), -1, -1, 0, 8192, threads, 0)
+
+
+@needs_walk
+def test_walk_v2_on_a_misaligned_view_with_threads() -> None:
+    """A memoryview slice starting at an odd address, walked with helper threads."""
+    assert walk is not None
+    data = b"\0" + _v2_run(30, 2000)
+    view = memoryview(data)[1:]
+    args = (view, 0, len(view), len(view), len(view), -1, -1, 0, 8192)
+    assert walk.walk_v2(*args, 4, 0) == walk.walk_v2(*args)
+    assert walk.walk_v2(*args)[0] == 30

@@ -227,7 +227,9 @@ def fuzz_compiled_batch_lines(data: bytes) -> None:
 
 
 def fuzz_compiled_walk(data: bytes) -> None:
-    """scan_log with the compiled walk gives the reference's events, in every mode."""
+    """scan_log with the compiled walk gives the reference's events, in every mode; and `walk_v2`
+    with a helper thread mapping pages ahead (every window helped: threshold 0; 2 to 4 threads,
+    the input's first byte picks) gives what it gives on one thread, from every entry it frames."""
     for fixed in (data, _fix_crcs(data)):
         for deep in (False, True):
             for mode in (ScanMode.FORENSIC, ScanMode.RECOVERY):
@@ -239,6 +241,25 @@ def fuzz_compiled_walk(data: bytes) -> None:
                     return list(scan_log(fixed, deep=deep, mode=mode, base_offset=base))
 
                 assert run() == _reference(run), (deep, mode)
+    walk = fast_walk.compiled
+    if walk is None or not data:
+        return
+    threads = 2 + data[0] % 3
+    fixed = _fix_crcs(data)
+    for buf in (data, fixed):
+        size = len(buf)
+        # From each entry (the first eight), as the scanner would call it after the batch before.
+        starts = [(h.position, h.base_offset - 1) for h in _entries(buf) if h.base_offset is not None]
+        for pos, prev_last in [(0, -1), *starts[:8]]:
+            if not INT64_MIN <= prev_last < INT64_MAX:
+                continue
+            for limit, soft_stop, most in (
+                (size, size, 8192),
+                (size * 2 // 3, size, 8192),
+                (size, size // 2, 3),
+            ):
+                args = (buf, pos, size, limit, soft_stop, prev_last, -1, None, most)
+                assert walk.walk_v2(*args, threads, 0) == walk.walk_v2(*args), (pos, limit, soft_stop)
 
 
 def fuzz_compiled_deep_run(data: bytes) -> None:

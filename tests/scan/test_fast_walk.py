@@ -412,3 +412,17 @@ def test_deep_runs_of_crafted_zstd_payloads(
         assert (size > runs.CHUNK) == big  # more batches than a chunk: chunks on the pool's threads
         for mode in ({"deep": True}, {"deep": True, "mode": ScanMode.RECOVERY}):
             assert_same(bytes(seg.data), file="f", base_offset=0, **mode)
+
+
+def test_a_runs_value_is_its_column_entry() -> None:
+    """`BatchRun.value(k, i)` (verify reads a run's last leader epoch so) equals `column(k)[i]`."""
+    seg = SegmentBuilder(base_offset=0)
+    for i in range(6):
+        seg.add_v2(records(2), leader_epoch=i // 2, producer_id=-1 if i % 2 else 2**40)
+    walked = fast_walk.walk(memoryview(seg.data), 0, len(seg.data), len(seg.data), len(seg.data), -1, -1, 0)
+    assert walked is not None
+    run, _state = walked
+    assert run.n == 6
+    for k in range(fast_walk.N_COLUMNS):
+        assert [run.value(k, i) for i in range(run.n)] == run.column(k)
+    assert run.value(fast_walk.LEADER_EPOCH, run.n - 1) == 2

@@ -99,8 +99,9 @@ def check_segment(
                 if isinstance(ev, BatchRun):
                     # A run of clean v2 batches, as columns: only transactional ones need a look.
                     columns.add_run(ev)
-                    run_epochs = ev.column(fast_walk.LEADER_EPOCH)
-                    if run_epochs[-1] > last_epoch:
+                    # The epochs never fall within a run: only its last one can be new.
+                    if ev.value(fast_walk.LEADER_EPOCH, ev.n - 1) > last_epoch:
+                        run_epochs = ev.column(fast_walk.LEADER_EPOCH)
                         run_bases = ev.column(fast_walk.BASE_OFFSET)
                         for epoch, base in zip(run_epochs, run_bases, strict=True):
                             if epoch > last_epoch:

@@ -28,11 +28,16 @@ _JOIN_SECONDS = 0.5
 _ABANDONED: list[bool] = []
 
 
-def _ignore_sigint(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
+def _ignore_sigint(initializer: Callable[..., None] | None, initargs: tuple[Any, ...], jobs: int = 1) -> None:
     # The worker was forked with SIGINT blocked (see `worker_pool`); from here on it ignores it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _die_with_parent()
+    # The cores are shared out between the workers: the compiled walk of each worker gets its share
+    # of threads (1, no helper, where there is a worker per core), not every core again.
+    from kdump.formats import fast_walk
+
+    fast_walk.set_threads(max(1, fast_walk.threads() // max(1, jobs)), fast_walk.thread_bytes())
     if initializer is not None:
         initializer(*initargs)
 
@@ -77,7 +82,7 @@ def worker_pool(
         max_workers=jobs,
         mp_context=multiprocessing.get_context("fork"),
         initializer=_ignore_sigint,
-        initargs=(initializer, initargs),
+        initargs=(initializer, initargs, jobs),
     )
     try:
         # With fork, the first submit forks every worker. Block SIGINT around it so that no worker

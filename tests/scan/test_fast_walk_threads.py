@@ -1,0 +1,191 @@
+"""The compiled walk with a helper thread equals the walk on one thread.
+
+With `threads` > 1 and a window of at least `thread_bytes`, `walk_v2` starts a helper (created and
+joined inside the call) that maps the window's pages ahead of the walk, where the machine has a core
+for it (each window timed both ways; `thread_bytes` 0 gives every window a helper). Its result must be
+exactly the one-thread walk's: the same count, end, state, columns and sums, wherever damaged batches
+are. Here on runs of random batches with checksums broken at random places (and now and then the
+framing too), for 1 to 4 threads, the threshold forced to 0, at the default threshold (both ways of
+the timed choice), and the scanner's events against the pure-Python reference with the helper on.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+from builders import SegmentBuilder, records
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kdump.formats import fast_records, fast_walk
+from kdump.formats.constants import Codec
+from kdump.scan import ScanMode, scan_log
+
+WALK = fast_walk.compiled
+pytestmark = pytest.mark.skipif(WALK is None, reason="the compiled batch walk is not built here")
+
+
+def _run(seed: int, n: int) -> tuple[bytes, list[int], int]:
+    """n batches of random sizes (60 bytes of records to 40 KB) and codecs; their positions."""
+    rng = random.Random(seed)
+    seg = SegmentBuilder(base_offset=rng.choice([0, 1000]))
+    for i in range(n):
+        big = rng.random() < 0.2
+        seg.add_v2(
+            records(rng.randint(1, 8), value_size=rng.randint(1, 5000 if big else 200)),
+            codec=rng.choice([Codec.NONE, Codec.NONE, Codec.GZIP, Codec.LZ4]),
+            leader_epoch=i // 5,
+        )
+    return seg.data, [p for p, _size, _last, _ts in seg.spans], seg.base_offset
+
+
+def _break(data: bytes, positions: list[int], picks: list[tuple[int, int, bool]]) -> bytes:
+    """Each pick (batch, byte, framing): a record byte flipped (checksum wrong, framing intact) or,
+    with `framing`, the batch's base offset changed (the walk's offset check stops there)."""
+    out = bytearray(data)
+    for batch, byte, framing in picks:
+        at = positions[batch % len(positions)]
+        if framing:
+            out[at + 7] ^= 0x10
+        else:
+            nxt = (
+                positions[batch % len(positions) + 1]
+                if batch % len(positions) + 1 < len(positions)
+                else len(out)
+            )
+            out[at + 61 + byte % max(1, nxt - at - 61)] ^= 0x5A
+    return bytes(out)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**16),
+    n=st.integers(1, 120),
+    picks=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.booleans()), max_size=4),
+    threads=st.integers(1, 4),
+    start=st.integers(0, 10**6),
+    cuts=st.tuples(st.floats(0, 1.2), st.floats(0, 1.2), st.integers(0, 200)),
+)
+def test_threaded_walk_equals_the_one_thread_walk(
+    seed: int,
+    n: int,
+    picks: list[tuple[int, int, bool]],
+    threads: int,
+    start: int,
+    cuts: tuple[float, float, int],
+) -> None:
+    assert WALK is not None
+    data, positions, base = _run(seed, n)
+    data = _break(data, positions, picks)
+    buf = memoryview(data)
+    first = start % len(positions)
+    pos = positions[first]
+    prev_last = base - 1
+    if first:  # the last offset of the batch before (its base offset and last offset delta)
+        before = positions[first - 1]
+        prev_last = int.from_bytes(data[before : before + 8], "big", signed=True)
+        prev_last += int.from_bytes(data[before + 23 : before + 27], "big")
+    limit = min(len(data), pos + int(cuts[0] * (len(data) - pos)))
+    soft_stop = pos + int(cuts[1] * (len(data) - pos))
+    max_batches = cuts[2] if cuts[2] else 8192
+    args = (buf, pos, len(data), limit, soft_stop, prev_last, -1, base, max_batches)
+    one = WALK.walk_v2(*args)
+    assert WALK.walk_v2(*args, 1, 0) == one
+    assert WALK.walk_v2(*args, threads, 0) == one, (threads, one[:2])
+    # And above the threshold (no helper), the one-thread walk again.
+    assert WALK.walk_v2(*args, threads, len(data) + 1) == one
+
+
+class _Reference:
+    def __enter__(self) -> None:
+        self.saved = (fast_walk.compiled, fast_records.compiled)
+        fast_walk.compiled = None
+        fast_records.compiled = None
+
+    def __exit__(self, *exc: object) -> None:
+        fast_walk.compiled, fast_records.compiled = self.saved
+
+
+@pytest.fixture
+def threaded() -> Iterator[None]:
+    saved = (fast_walk.threads(), fast_walk.thread_bytes())
+    fast_walk.set_threads(3, 0)
+    yield
+    fast_walk.set_threads(*saved)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    seed=st.integers(0, 2**16),
+    n=st.integers(1, 60),
+    picks=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.booleans()), max_size=3),
+)
+def test_scans_with_threads_give_the_reference_events(
+    threaded: None, seed: int, n: int, picks: list[tuple[int, int, bool]]
+) -> None:
+    data, positions, base = _run(seed, n)
+    data = _break(data, positions, picks)
+    for kw in ({}, {"mode": ScanMode.RECOVERY}, {"batch_runs": True}):
+        with _Reference():
+            ref = [repr(e) for e in scan_log(data, file="f", base_offset=base, **kw)]  # type: ignore[call-overload]
+        got = []
+        for e in scan_log(data, file="f", base_offset=base, **kw):  # type: ignore[call-overload]
+            if isinstance(e, fast_walk.BatchRun):
+                got += [repr(h) for h in e.headers()]
+            else:
+                got.append(repr(e))
+        if kw.get("batch_runs"):
+            ref = [r for r in ref if not r.startswith("Record(")]
+        assert got == ref
+
+
+def test_the_default_is_a_helper_where_there_is_a_second_core() -> None:
+    import os
+
+    assert 1 <= fast_walk.threads() <= 2
+    assert fast_walk.threads() <= (os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize("bads", [(70, 30), (89,), (0,), (88, 89), ()])
+@pytest.mark.parametrize("threads", [2, 4, 16, 1000])
+def test_a_large_damaged_run_on_threads_ends_at_its_first_mismatch(
+    threads: int, bads: tuple[int, ...]
+) -> None:
+    """A window of 3 MiB (above the compiled threshold, walked both ways of the timed choice over the
+    parametrized calls): the first damaged batch ends the run, the first batch, one in the middle or
+    the last framed one, as on one thread."""
+    assert WALK is not None
+    seg = SegmentBuilder(base_offset=0)
+    for _ in range(90):
+        seg.add_v2(records(8, value_size=4000), codec=Codec.NONE)
+    positions = [p for p, _size, _last, _ts in seg.spans]
+    data = bytearray(seg.data)
+    assert 2 << 20 < len(data) < 4 << 20
+    for bad in bads:
+        data[positions[bad] + 200] ^= 0xFF
+    first = min(bads, default=90)
+    args = (bytes(data), 0, len(data), len(data), len(data), -1, -1, 0, 8192)
+    got = WALK.walk_v2(*args, threads)
+    assert got[:2] == (first, positions[first] if first < 90 else len(data))
+    assert got == WALK.walk_v2(*args)
+
+
+def test_windows_at_the_default_threshold_walk_the_same_either_way() -> None:
+    """At the compiled threshold the first windows go each way twice (a helper, then none) and the
+    later ones the cheaper way: every call gives the one-thread result."""
+    assert WALK is not None
+    seg = SegmentBuilder(base_offset=0)
+    for _ in range(60):
+        seg.add_v2(records(8, value_size=4000), codec=Codec.NONE)
+    data = seg.data
+    args = (data, 0, len(data), len(data), len(data), -1, -1, 0, 8192)
+    one = WALK.walk_v2(*args)
+    assert one[0] == 60
+    for _ in range(12):
+        assert WALK.walk_v2(*args, 2) == one
