@@ -18,11 +18,13 @@
  *
  * Functions (see _fastwalk.pyi):
  *   walk_v2(buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, max_batches,
- *           threads=1, thread_bytes=THREAD_BYTES)
+ *           threads=1, thread_bytes=THREAD_BYTES, release_from=-1)
  *       -> (n, pos, prev_last, prev_epoch, columns, records, max_ts, offset_of_max_ts, attrs_or)
  *       With threads > 1 and a window (pos to soft_stop or limit) of at least thread_bytes, a helper
  *       thread (created and joined inside the call, the GIL released) maps the window's pages ahead of
- *       the walk; the result is the one of threads=1.
+ *       the walk; the result is the one of threads=1. release_from >= 0 (only for a read-only mmap's
+ *       buffer, and <= pos; else ValueError) also hands back the pages of buf[release_from:pos], on
+ *       the helper when there is one: the scan's memory stays flat (kdump/scan/pages.py).
  *   headers(columns, n, header_type) -> list of header tuples
  *   kafka_batch_lines(columns, n, lo, hi, position, limit) -> (lines, count, position after them)
  *   index_agrees(kind, index, base_offset, positions, bases, lasts, max_timestamps, valid_bytes) -> bool
@@ -309,12 +311,27 @@ static long long now_ns(void) {
 #define POPULATE_STEP (256 << 10)
 
 typedef struct {
-    const uint8_t *from, *to; /* the pages to map (whole pages inside the window) */
-    int over;                 /* atomic: the walk has ended */
+    const uint8_t *from, *to;       /* the pages to map (whole pages inside the window) */
+    uint8_t *release_lo, *release_hi; /* the pages to hand back first (see release_pages) */
+    int over;                         /* atomic: the walk has ended */
 } populate_job;
+
+/* Hands back a mapped file's pages the scan has passed (MADV_DONTNEED: they stay in the page cache,
+ * they leave the process's resident memory), so a scan of a 1 GiB segment keeps a flat footprint.
+ * Only ever asked for of a read-only mmap (walk_v2 checks), whose pages a later read maps again from
+ * the page cache: what it releases is never lost, only no longer mapped. An error changes nothing. */
+static void release_pages(uint8_t *lo, uint8_t *hi) {
+#ifdef MADV_DONTNEED
+    if (lo < hi) (void)madvise(lo, (size_t)(hi - lo), MADV_DONTNEED);
+#else
+    (void)lo;
+    (void)hi;
+#endif
+}
 
 static void *populate_thread(void *arg) {
     populate_job *job = arg;
+    release_pages(job->release_lo, job->release_hi);
 #ifdef MADV_POPULATE_READ
     for (const uint8_t *p = job->from; p < job->to && !__atomic_load_n(&job->over, __ATOMIC_RELAXED);) {
         size_t n = (size_t)(job->to - p) < POPULATE_STEP ? (size_t)(job->to - p) : POPULATE_STEP;
@@ -329,15 +346,35 @@ static void *populate_thread(void *arg) {
     return NULL;
 }
 
-static PyObject *walk_v2(PyObject *self, PyObject *args) {
+/* Whether `obj` exports a read-only mmap.mmap (itself, or a memoryview of one): the only buffer whose
+ * pages walk_v2 may hand back (MADV_DONTNEED on any other memory would zero it). */
+static int is_readonly_map(PyObject *obj, const Py_buffer *view) {
+    if (!view->readonly) return 0;
+    if (PyMemoryView_Check(obj)) obj = PyMemoryView_GET_BASE(obj);
+    if (obj == NULL) return 0;
+    PyObject *module = PyImport_ImportModule("mmap");
+    if (module == NULL) return -1;
+    PyObject *type = PyObject_GetAttrString(module, "mmap");
+    Py_DECREF(module);
+    if (type == NULL) return -1;
+    int is = PyType_Check(type) && PyObject_TypeCheck(obj, (PyTypeObject *)type);
+    Py_DECREF(type);
+    return is;
+}
+
+static PyObject *walk_v2(PyObject *self, PyObject *args, PyObject *kwargs) {
     (void)self;
+    static char *kwlist[] = {"buf",          "pos",       "end",         "limit",        "soft_stop",
+                             "prev_last",    "prev_epoch", "base_offset", "max_batches", "threads",
+                             "thread_bytes", "release_from", NULL};
     Py_buffer view;
-    Py_ssize_t pos, end, limit, soft_stop, max_batches, thread_bytes = THREAD_BYTES;
+    Py_ssize_t pos, end, limit, soft_stop, max_batches, thread_bytes = THREAD_BYTES, release_from = -1;
     int threads = 1;
     long long prev_last, prev_epoch;
     PyObject *base_obj;
-    if (!PyArg_ParseTuple(args, "y*nnnnLLOn|in", &view, &pos, &end, &limit, &soft_stop, &prev_last, &prev_epoch,
-                          &base_obj, &max_batches, &threads, &thread_bytes))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*nnnnLLOn|inn", kwlist, &view, &pos, &end, &limit, &soft_stop,
+                                     &prev_last, &prev_epoch, &base_obj, &max_batches, &threads, &thread_bytes,
+                                     &release_from))
         return NULL;
     int has_base = base_obj != Py_None;
     long long base_offset = has_base ? PyLong_AsLongLong(base_obj) : 0;
@@ -349,6 +386,24 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     if (end > view.len) end = view.len;
     if (limit > end) limit = end;
     if (pos < 0) pos = end;
+    /* release_from (>= 0): hand back the whole pages of buf[release_from:pos], the bytes the scan has
+     * passed, while this window is walked (on the helper thread when there is one). */
+    uint8_t *release_lo = NULL, *release_hi = NULL;
+    if (release_from >= 0) {
+        int is_map = is_readonly_map(view.obj, &view);
+        if (is_map <= 0 || release_from > pos || pos > view.len) {
+            PyBuffer_Release(&view);
+            if (is_map == 0 || release_from > pos || pos > view.len)
+                PyErr_SetString(PyExc_ValueError,
+                                "walk_v2: release_from is a position before pos, of a read-only mmap's buffer");
+            return NULL;
+        }
+        /* The page holding buf + release_from lies inside the mapping (an mmap starts on a page); the
+         * one holding buf + pos is still to be read. */
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        release_lo = (uint8_t *)((uintptr_t)((uint8_t *)view.buf + release_from) & ~(page - 1));
+        release_hi = (uint8_t *)((uintptr_t)((uint8_t *)view.buf + pos) & ~(page - 1));
+    }
     if (max_batches < 0) max_batches = 0;
     crc_init();
     const uint8_t *buf = view.buf;
@@ -359,7 +414,7 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     long long records = 0, max_ts = INT64_MIN, off_max = 0, attrs_or = 0;
     Py_BEGIN_ALLOW_THREADS;
     /* A helper maps the window's pages ahead of the walk (see populate_thread). */
-    populate_job job = {NULL, NULL, 0};
+    populate_job job = {NULL, NULL, release_lo, release_hi, 0};
     pthread_t helper;
     int helped = 0, adaptive = thread_bytes > 0, timed = 0;
     long long started = 0;
@@ -380,6 +435,8 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
             helped = pthread_create(&helper, NULL, populate_thread, &job) == 0;
         }
     }
+    /* Without a helper the pages are handed back here. */
+    if (!helped) release_pages(release_lo, release_hi);
     while (n < max_batches && pos < soft_stop) {
         Py_ssize_t remaining = end - pos;
         if (remaining <= HEADER_SIZE_UP_TO_MAGIC) break;
@@ -888,7 +945,7 @@ static PyObject *py_crc32c_force_table(PyObject *self, PyObject *arg) {
 }
 
 static PyMethodDef methods[] = {
-    {"walk_v2", walk_v2, METH_VARARGS, "Walk a run of clean v2 batches; their columns."},
+    {"walk_v2", (PyCFunction)(void (*)(void))walk_v2, METH_VARARGS | METH_KEYWORDS, "Walk a run of clean v2 batches; their columns."},
     {"headers", headers, METH_VARARGS, "A run's batch header tuples."},
     {"kafka_batch_lines", kafka_batch_lines, METH_VARARGS, "kafka-dump-log's lines of a run's batches."},
     {"index_agrees", index_agrees, METH_VARARGS, "Whether an index agrees with the batches past all doubt."},

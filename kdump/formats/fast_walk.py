@@ -135,12 +135,15 @@ def walk(
     prev_last: int,
     prev_epoch: int,
     base_offset: int | None,
+    release_from: int = -1,
 ) -> tuple[BatchRun, WalkState] | None:
     """Walk from `pos` (an entry boundary) while batches are clean; entries must end by `limit`.
 
     `end` is where the scan's bytes end (it decides framing, as in the scanner); `limit` <= `end` is
     how far the bytes are ready; no batch starts at or after `soft_stop`. Returns None when the walk
-    is off or took no batch.
+    is off or took no batch. `release_from` >= 0 (`buf` a read-only mmap's, <= `pos`): the pages of
+    `buf[release_from:pos]` are handed back (MADV_DONTNEED) during the walk, off the calling thread
+    where a helper runs; done even when the walk takes no batch.
     """
     if compiled is None or not -1 <= prev_last < _INT64_MAX:
         return None
@@ -148,7 +151,17 @@ def walk(
         return None
     if _thread_bytes is None:
         walked = compiled.walk_v2(
-            buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, MAX_RUN, _threads
+            buf,
+            pos,
+            end,
+            limit,
+            soft_stop,
+            prev_last,
+            prev_epoch,
+            base_offset,
+            MAX_RUN,
+            _threads,
+            release_from=release_from,
         )
     else:
         walked = compiled.walk_v2(
@@ -163,6 +176,7 @@ def walk(
             MAX_RUN,
             _threads,
             _thread_bytes,
+            release_from,
         )
     n, new_pos, last, epoch, columns, records, max_ts, off_max, attrs = walked
     if n == 0:

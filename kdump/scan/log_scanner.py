@@ -44,7 +44,15 @@ from kdump.scan.batch_checks import (
     decode_batch_records,
 )
 from kdump.scan.events import Event, ScanMode, ScanSummary, StopReason
-from kdump.scan.pages import EVICT_EVERY, READY_AHEAD, READY_FIRST, Buffer, all_zero, page_evicter
+from kdump.scan.pages import (
+    EVICT_EVERY,
+    READY_AHEAD,
+    READY_FIRST,
+    Buffer,
+    MapEvicter,
+    all_zero,
+    page_evicter,
+)
 from kdump.scan.resync import find_next_entry, min_length
 from kdump.scan.runs import check_run_records
 
@@ -148,6 +156,9 @@ def scan_log(
     stop = StopReason.END
     evict = page_evicter(buf)
     next_evict = start + EVICT_EVERY
+    # A mapped file's pages are handed back by the compiled walk itself, those before each window
+    # while it walks the window (on its helper thread where it has one): not on this thread.
+    release = evict if isinstance(evict, MapEvicter) else None
 
     def tally(f: Finding) -> Finding:
         counts[f.severity] += 1
@@ -165,8 +176,15 @@ def scan_log(
                 limit = min(end, pos + ready_ahead)
                 ready_ahead = min(ready_ahead * 2, READY_AHEAD)
                 ready(limit)
-            walked = walk(buf, pos, end, limit, pos + EVICT_EVERY, prev_last, prev_epoch, base_offset)
+            release_from = -1
+            if release is not None and pos - release.done >= EVICT_EVERY:
+                release_from = release.done
+            walked = walk(
+                buf, pos, end, limit, pos + EVICT_EVERY, prev_last, prev_epoch, base_offset, release_from
+            )
             if walked is not None:
+                if release is not None and release_from >= 0:
+                    release.passed(pos)
                 run, (prev_last, prev_epoch) = walked
                 batch_count += run.n
                 if valid_end is None:
@@ -205,7 +223,8 @@ def scan_log(
                     yield from run.headers()
                 pos = run.end
                 if evict is not None and pos >= next_evict:
-                    evict(pos)
+                    if release is None:  # else the next walk releases them
+                        evict(pos)
                     next_evict = pos + EVICT_EVERY
                 continue
         remaining = end - pos

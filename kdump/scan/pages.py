@@ -48,19 +48,34 @@ def page_evicter(buf: Buffer) -> Callable[[int], None] | None:
         return release_before
     if not isinstance(mm, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
         return None
-    done = 0
+    return MapEvicter(mm)
 
-    def evict(position: int) -> None:
-        nonlocal done
+
+class MapEvicter:
+    """Releases a mapped file's pages before a position, every `EVICT_EVERY` bytes.
+
+    `done`: how far the pages are released. The scanner's compiled walk releases them too (its
+    `release_from`, off the calling thread where the walk has a helper) and moves `done` on.
+    """
+
+    __slots__ = ("done", "mm")
+
+    def __init__(self, mm: mmap.mmap) -> None:
+        self.mm = mm
+        self.done = 0
+
+    def __call__(self, position: int) -> None:
         upto = (position // mmap.PAGESIZE) * mmap.PAGESIZE
-        if upto - done >= EVICT_EVERY:
+        if upto - self.done >= EVICT_EVERY:
             try:
-                mm.madvise(mmap.MADV_DONTNEED, done, upto - done)
+                self.mm.madvise(mmap.MADV_DONTNEED, self.done, upto - self.done)
             except (OSError, ValueError):
                 return
-            done = upto
+            self.done = upto
 
-    return evict
+    def passed(self, position: int) -> None:
+        """The pages before `position` were released elsewhere (by the compiled walk)."""
+        self.done = max(self.done, (position // mmap.PAGESIZE) * mmap.PAGESIZE)
 
 
 # Zero runs are checked a chunk at a time: `re` scans at ~90 MB/s, so one regex search over a

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import array
 import importlib
+import mmap
 import os
 
 import pytest
@@ -318,3 +319,74 @@ def test_walk_v2_on_a_misaligned_view_with_threads() -> None:
     args = (view, 0, len(view), len(view), len(view), -1, -1, 0, 8192)
     assert walk.walk_v2(*args, 4, 0) == walk.walk_v2(*args)
     assert walk.walk_v2(*args)[0] == 30
+
+
+def _mapped(tmp_path: os.PathLike[str], data: bytes, access: int = mmap.ACCESS_READ) -> mmap.mmap:
+    path = os.path.join(tmp_path, "segment.log")
+    with open(path, "wb") as f:
+        f.write(data)
+    with open(path, "r+b") as f:
+        return mmap.mmap(f.fileno(), len(data), access=access)
+
+
+@needs_walk
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("skew", [0, 1])
+def test_walk_v2_releases_a_read_only_mapping_and_reads_it_again(
+    tmp_path: os.PathLike[str], threads: int, skew: int
+) -> None:
+    """Pages handed back (from the buffer's start, from an odd place, all before the walk's start)
+    are mapped again from the page cache: the walk's result and the bytes are those of no release;
+    also on a view that starts at an odd address of the mapping (`skew`)."""
+    assert walk is not None
+    data = _v2_run(300, 1000)
+    mm = _mapped(tmp_path, b"\0" * skew + data)
+    view = memoryview(mm)[skew:] if skew else mm
+    try:
+        size = len(data)
+        whole = walk.walk_v2(data, 0, size, size, size, -1, -1, 0, 8192)
+        n = whole[0]
+        assert n == 300
+        cols = memoryview(whole[4]).cast("q")
+        for pos, prev_last in [(0, -1), (cols[n // 2], cols[2 * n + n // 2 - 1])]:
+            args = (view, pos, size, size, size, prev_last, -1, 0, 8192, threads, 0)
+            expected = walk.walk_v2(data, *args[1:])
+            for release_from in (-1, INT64_MIN, 0, min(3, pos), pos // 2, pos):
+                assert walk.walk_v2(*args, release_from) == expected, (pos, release_from)
+        assert mm[:] == b"\0" * skew + data
+    finally:
+        if isinstance(view, memoryview):
+            view.release()
+        mm.close()
+
+
+@needs_walk
+def test_walk_v2_refuses_to_release_what_is_not_a_read_only_mapping(tmp_path: os.PathLike[str]) -> None:
+    """MADV_DONTNEED zeroes memory that is not a file's mapping, and loses a writable mapping's
+    changes: only a read-only mmap's pages are handed back, only those before `pos`."""
+    assert walk is not None
+    data = _v2_run(20, 300)
+    size = len(data)
+    writable = _mapped(tmp_path, data, mmap.ACCESS_WRITE)
+    private = _mapped(tmp_path, data, mmap.ACCESS_COPY)
+    readonly = _mapped(tmp_path, data)
+    try:
+        for buf in (
+            data,
+            bytearray(data),
+            memoryview(bytearray(data)).toreadonly(),
+            writable,
+            memoryview(private),
+            array.array("b", data),
+        ):
+            with pytest.raises(ValueError, match="read-only mmap"):
+                walk.walk_v2(buf, 0, size, size, size, -1, -1, 0, 8192, 1, 0, 0)
+        for pos, release_from in [(0, 1), (10, 11), (size, size + 1), (size + 5, 0)]:
+            with pytest.raises(ValueError, match="before pos"):
+                walk.walk_v2(readonly, pos, size, size, size, -1, -1, 0, 8192, 2, 0, release_from)
+        with pytest.raises(OverflowError):
+            walk.walk_v2(readonly, 0, size, size, size, -1, -1, 0, 8192, 2, 0, 2**63)
+        assert data == bytes(private) == bytes(writable) == readonly[:]
+    finally:
+        for m in (writable, private, readonly):
+            m.close()

@@ -13,7 +13,8 @@ holding the compiled answer to the reference's (the pure-Python path, or fastavr
   whole files through `kafka_tool.log_lines` (`--files`, a `--max-bytes` the input picks) as the
   reference prints them.
 * `compiled_walk`: `scan_log` with and without the compiled walk (`walk_v2`, `headers`) gives the same
-  events in every mode.
+  events in every mode; `walk_v2` handing back a mapping's pages (`release_from`) gives what it gives
+  on the bytes.
 * `compiled_deep_run`: verify --deep's check of a run of batches (`zstd_frames`, `check_v2_run`)
   gives the reference's events; both calls stay in bounds on columns the input garbles.
 * `compiled_indexes`: `build_indexes` equals `build_segment_indexes` + the encoders (or declines where
@@ -33,6 +34,7 @@ import array
 import functools
 import io
 import json
+import mmap
 import struct
 import tempfile
 from pathlib import Path
@@ -260,6 +262,32 @@ def fuzz_compiled_walk(data: bytes) -> None:
             ):
                 args = (buf, pos, size, limit, soft_stop, prev_last, -1, None, most)
                 assert walk.walk_v2(*args, threads, 0) == walk.walk_v2(*args), (pos, limit, soft_stop)
+    _walk_releasing(walk, fixed, threads, data[0] % 7)
+
+
+def _walk_releasing(walk: Any, data: bytes, threads: int, skew: int) -> None:
+    """`walk_v2` on a read-only mapping of the input (at an odd start when `skew`), handing back the
+    pages before each entry it starts from (`release_from`, from the first byte, the middle, the
+    entry): the result is the one of the bytes, and the mapping still reads as the input."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "segment.log"
+        path.write_bytes(b"\xff" * skew + data)
+        with (
+            open(path, "rb") as f,
+            mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm,
+            memoryview(mm) as whole,
+            whole[skew:] as view,
+        ):
+            size = len(view)
+            starts = [(h.position, h.base_offset - 1) for h in _entries(data) if h.base_offset is not None]
+            for pos, prev_last in [(0, -1), *starts[:8]]:
+                if not INT64_MIN <= prev_last < INT64_MAX:
+                    continue
+                args = (pos, size, size, size, prev_last, -1, None, 8192, threads, 0)
+                expected = walk.walk_v2(data, *args)
+                for release_from in (0, pos // 2, pos):
+                    assert walk.walk_v2(view, *args, release_from) == expected, (pos, release_from)
+            assert bytes(view) == data
 
 
 def fuzz_compiled_deep_run(data: bytes) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from builders import SegmentBuilder, records
@@ -22,6 +23,8 @@ from hypothesis import strategies as st
 from kdump.formats import fast_records, fast_walk
 from kdump.formats.constants import Codec
 from kdump.scan import ScanMode, scan_log
+from kdump.scan.pages import EVICT_EVERY, MapEvicter, page_evicter
+from kdump.scan.source import open_buffer
 
 WALK = fast_walk.compiled
 pytestmark = pytest.mark.skipif(WALK is None, reason="the compiled batch walk is not built here")
@@ -189,3 +192,40 @@ def test_windows_at_the_default_threshold_walk_the_same_either_way() -> None:
     assert one[0] == 60
     for _ in range(12):
         assert WALK.walk_v2(*args, 2) == one
+
+
+@pytest.mark.parametrize("helper", [False, True])
+def test_a_mapped_scan_hands_back_what_it_passed_with_the_reference_events(
+    tmp_path: Path, helper: bool
+) -> None:
+    """A mapped log of several release windows (`EVICT_EVERY`), broken here and there: the compiled
+    walk hands back the pages before each window (`release_from`; on its helper when it has one),
+    and the events are the reference's on the file's bytes."""
+    rng = random.Random(7)
+    seg = SegmentBuilder(base_offset=0)
+    while len(seg.data) < 3 * EVICT_EVERY + 12345:
+        seg.add_v2(records(4, value_size=rng.randint(1000, 60000)), codec=Codec.NONE)
+    positions = [p for p, _size, _last, _ts in seg.spans]
+    data = _break(
+        seg.data, positions, [(len(positions) // 2, 100, False), (len(positions) * 3 // 4, 0, True)]
+    )
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    saved = (fast_walk.threads(), fast_walk.thread_bytes())
+    fast_walk.set_threads(2 if helper else 1, 0)
+    try:
+        for kw in ({}, {"batch_runs": True}):
+            with _Reference():
+                ref = [repr(e) for e in scan_log(data, file="f", base_offset=0, **kw)]  # type: ignore[call-overload]
+            with open_buffer(path) as buf:
+                assert isinstance(page_evicter(buf), MapEvicter)
+                got = []
+                for e in scan_log(buf, file="f", base_offset=0, **kw):  # type: ignore[call-overload]
+                    if isinstance(e, fast_walk.BatchRun):
+                        got += [repr(h) for h in e.headers()]
+                    else:
+                        got.append(repr(e))
+                assert bytes(buf) == data
+            assert got == ref
+    finally:
+        fast_walk.set_threads(*saved)
