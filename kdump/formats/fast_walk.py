@@ -149,35 +149,22 @@ def walk(
         return None
     if base_offset is not None and not 0 <= base_offset <= _INT64_MAX:
         return None
-    if _thread_bytes is None:
-        walked = compiled.walk_v2(
-            buf,
-            pos,
-            end,
-            limit,
-            soft_stop,
-            prev_last,
-            prev_epoch,
-            base_offset,
-            MAX_RUN,
-            _threads,
-            release_from=release_from,
-        )
-    else:
-        walked = compiled.walk_v2(
-            buf,
-            pos,
-            end,
-            limit,
-            soft_stop,
-            prev_last,
-            prev_epoch,
-            base_offset,
-            MAX_RUN,
-            _threads,
-            _thread_bytes,
-            release_from,
-        )
+    # The threshold is passed only where set: else the compiled module's own default holds.
+    threshold = {} if _thread_bytes is None else {"thread_bytes": _thread_bytes}
+    walked = compiled.walk_v2(
+        buf,
+        pos,
+        end,
+        limit,
+        soft_stop,
+        prev_last,
+        prev_epoch,
+        base_offset,
+        MAX_RUN,
+        _threads,
+        release_from=release_from,
+        **threshold,
+    )
     n, new_pos, last, epoch, columns, records, max_ts, off_max, attrs = walked
     if n == 0:
         return None
