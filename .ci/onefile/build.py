@@ -103,6 +103,7 @@ HIDDEN_IMPORTS = [
     "zstandard",
     "crc32c",
     "kdump.scan._mapguard",
+    "kdump.scan._dirfiles",
 ]
 STDLIB_NEEDED = [
     "zlib",
@@ -127,6 +128,7 @@ COMPILED = [
     "kdump.formats._avrojson",
     "kdump.formats._fastwalk",
     "kdump.scan._mapguard",
+    "kdump.scan._dirfiles",
 ]
 
 

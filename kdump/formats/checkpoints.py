@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 import uuid
@@ -159,6 +160,21 @@ _Entry = TypeVar("_Entry")
 
 def decode_leader_epoch_checkpoint(data: _Text) -> LeaderEpochCheckpoint:
     """Decode `leader-epoch-checkpoint`."""
+    if type(data) is bytes and len(data) <= _MEMO_MOST:
+        return _leader_epoch_checkpoint_memo(data)
+    version, entries = _decode_checkpoint(data, _parse_epoch_entry)
+    return LeaderEpochCheckpoint(version=version, entries=entries)
+
+
+# The largest file whose decoded value is kept for the next file of the same bytes. A log dir's
+# partitions share a few contents (`0\n1\n0 0\n` wherever a leader never changed; one
+# partition.metadata per topic): decoded once each, not once per partition. The values are
+# immutable; a file that does not decode raises each time (exceptions are not kept).
+_MEMO_MOST = 256
+
+
+@functools.lru_cache(maxsize=1024)
+def _leader_epoch_checkpoint_memo(data: bytes) -> LeaderEpochCheckpoint:
     version, entries = _decode_checkpoint(data, _parse_epoch_entry)
     return LeaderEpochCheckpoint(version=version, entries=entries)
 
@@ -255,6 +271,17 @@ def _encode_checkpoint(lines: Sequence[str]) -> bytes:
 
 def decode_partition_metadata(data: _Text) -> PartitionMetadata:
     """Decode `partition.metadata`."""
+    if type(data) is bytes and len(data) <= _MEMO_MOST:
+        return _partition_metadata_memo(data)
+    return _decode_partition_metadata(data)
+
+
+@functools.lru_cache(maxsize=1024)
+def _partition_metadata_memo(data: bytes) -> PartitionMetadata:
+    return _decode_partition_metadata(data)
+
+
+def _decode_partition_metadata(data: _Text) -> PartitionMetadata:
     lines = _java_lines(_decode_utf8(data, "partition metadata file"))
     version_line = lines[0] if lines else None
     version_text = _partition_metadata_value(version_line, "version")

@@ -10,11 +10,13 @@ directory holds), then names.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from kdump.model.entries import FileType, Probe, list_dir_types, probe
+from kdump.scan.held import DIR, FILE, READ, HeldDir
 
-__all__ = ["Listing"]
+__all__ = ["HeldListing", "Listing"]
 
 
 class Listing:
@@ -56,6 +58,44 @@ class Listing:
             found = self._probes[path] = probe(path)
         return found
 
+    def probe_entry(self, directory: Path, name: str, path: Path) -> Probe:
+        """What the entry `name` of `directory` (at `path`, `directory / name`) is on disk."""
+        return self.probe(path)
+
     def is_dir(self, path: Path) -> bool:
         """Whether a directory is there (symlinks followed, as `Path.is_dir`)."""
         return self.probe(path).type == FileType.DIR
+
+
+class HeldListing(Listing):
+    """The listing of one directory read by `kdump.scan.held.read_dir`: its names, and what each
+    entry is, from that one read; entries it did not look at (a symlink, a FIFO, a file that would
+    not open) are probed as `Listing` probes them."""
+
+    __slots__ = ("_dir", "_held")
+
+    def __init__(self, path: Path, held: HeldDir) -> None:
+        super().__init__()
+        self._dir = path
+        self._held = held
+        self._names[path] = held.names()
+        self._plain_dirs[path] = frozenset(n for n, (kind, _, _) in held.entries.items() if kind == DIR)
+
+    def probe(self, path: Path) -> Probe:
+        """What the entry is: from the held read where it looked, else from the disk."""
+        return self._answer(self._held.entry(os.fspath(path)), path)
+
+    def probe_entry(self, directory: Path, name: str, path: Path) -> Probe:
+        """`probe`, by name for an entry of the held directory (no path compared)."""
+        if directory is self._dir:
+            return self._answer(self._held.entries.get(name), path)
+        return self.probe(path)
+
+    def _answer(self, found: tuple[int, int, bytes | None] | None, path: Path) -> Probe:
+        if found is not None:
+            kind, size, _ = found
+            if kind in (READ, FILE):
+                return Probe(path, FileType.FILE, size, opened=True)
+            if kind == DIR:
+                return Probe(path, FileType.DIR)
+        return super().probe(path)

@@ -127,10 +127,12 @@ class LogDirEntries:
         else:
             self.files.append(p)
 
-    def load_partition(self, name: str, listing: Listing | None = None) -> PartitionDir | Finding:
-        """The partition directory of that entry name, loaded; or the log dir's finding that it
-        cannot be listed."""
-        p = self.path / name
+    def load_partition(
+        self, name: str, listing: Listing | None = None, path: Path | None = None
+    ) -> PartitionDir | Finding:
+        """The partition directory of that entry name (at `path`, `self.path / name`, where the
+        caller made it), loaded; or the log dir's finding that it cannot be listed."""
+        p = self.path / name if path is None else path
         try:
             return PartitionDir.load(p, unknown=self.unknown, listing=listing, log_dir_facts=self.facts)
         except PathError as exc:

@@ -25,6 +25,7 @@ from kdump.model.entries import (
     FileType,
     NameKind,
     broker_offset_from_name,
+    child,
     classify_name,
     entry_findings,
     probe,
@@ -145,7 +146,6 @@ class PartitionDir:
         part.log_dir_facts = log_dir_facts
         # Without a caller's listing nothing else asks about these entries: each is
         # looked at once, without a cache keyed by its path (a hash of a Path per file).
-        look = probe if listing is None else listing.probe
         names = (listing or Listing()).names(path)
         if isinstance(names, str):
             raise PathError(f"cannot list {path}: {names}")
@@ -153,9 +153,9 @@ class PartitionDir:
         misnamed: list[tuple[int, Path]] = []
         unreadable_logs: set[int] = set()
         for name in names:
-            p = path / name
+            p = child(path, name)
             kind = classify_name(name, "partition")
-            pr = look(p)
+            pr = probe(p) if listing is None else listing.probe_entry(path, name, p)
             if pr.type != FileType.FILE:
                 if pr.type == FileType.DIR and kind == NameKind.UNKNOWN:
                     part.problems.append(unknown_finding(pr, "partition directory", unknown))

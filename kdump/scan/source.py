@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kdump.errors import PathError
+from kdump.scan.held import held_bytes
 from kdump.store.locations import is_stored
 
 
@@ -206,9 +207,22 @@ def open_buffer(
     the guard reads every file (`_read_copy`: a cut under the reads reads as zeros and is said
     where): a small segment costs a read, not a map, a `dup`, an `fstat` and an unmap.
 
+    A file of a directory held by `kdump.scan.held` (read whole with its listing) is not opened
+    again: its bytes are the view.
+
     Raises:
         PathError: the file cannot be opened or mapped.
     """
+    data = held_bytes(path)
+    if data is not None:
+        whole = memoryview(data)
+        cut = whole if max_bytes is None or max_bytes >= len(data) else whole[:max_bytes]
+        try:
+            yield cut
+        finally:
+            cut.release()
+            whole.release()
+        return
     if is_stored(path):
         from kdump.store.buffers import open_stored_buffer, sparse_buffer
 
@@ -295,7 +309,13 @@ def _read_copy(fd: int, size: int, path: str | os.PathLike[str]) -> tuple[bytear
 
 def read_small_file(path: str | os.PathLike[str], limit: int = 64 << 20, *, probed: bool = False) -> bytes:
     """Read a small file (checkpoints, snapshots, metadata) whole, refusing absurd sizes.
-    `probed`: a listing's stat found a regular file there (`open_regular`)."""
+    `probed`: a listing's stat found a regular file there (`open_regular`). A file of a held
+    directory (`kdump.scan.held`) is not read again."""
+    data = held_bytes(path)
+    if data is not None:
+        if len(data) > limit:
+            raise PathError(f"{path} is larger than {limit} bytes; not a file kdump reads whole")
+        return data
     try:
         if is_stored(path):
             from kdump.store.buffers import read_stored_file

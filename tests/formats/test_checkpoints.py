@@ -358,3 +358,23 @@ def test_corpus_logdir_files_decode(corpus_dir: str) -> None:
     properties = decode_meta_properties((logdir / "meta.properties").read_bytes())
     assert properties["version"] in ("0", "1")
     assert properties["cluster.id"]
+
+
+def test_a_small_files_decoding_is_kept_and_a_failure_is_not() -> None:
+    """Files of the same bytes (a log dir's partitions share a few) decode once; the value is the
+    one a fresh decode gives, and a file that does not decode raises every time."""
+    data = b"0\n2\n0 0\n3 17\n"
+    first = decode_leader_epoch_checkpoint(data)
+    assert decode_leader_epoch_checkpoint(bytes(data)) is first
+    assert decode_leader_epoch_checkpoint(data.decode()) == first  # text: not kept
+    long = encode_leader_epoch_checkpoint([(e, e * 1000) for e in range(40)])
+    assert len(long) > 256
+    assert decode_leader_epoch_checkpoint(long) is not decode_leader_epoch_checkpoint(long)  # not kept
+    assert decode_leader_epoch_checkpoint(long) == decode_leader_epoch_checkpoint(long.decode())
+    meta = b"version: 0\ntopic_id: rVvUT6SgmRiiPXu5xjH5tA\n"
+    assert decode_partition_metadata(meta) is decode_partition_metadata(bytes(meta))
+    for _ in range(2):
+        with pytest.raises(CorruptFieldError):
+            decode_leader_epoch_checkpoint(b"0\n2\n0 0\n")
+        with pytest.raises(CorruptFieldError):
+            decode_partition_metadata(b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n")

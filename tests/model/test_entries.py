@@ -6,11 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kdump.model.entries import (
     FileType,
     NameKind,
     broker_offset_from_name,
+    child,
     classify_name,
     file_kind,
     leftover_description,
@@ -111,3 +114,22 @@ def test_broker_leftovers_by_name() -> None:
     assert leftover_description(Path(".kafka_cleanshutdown"), "clean-shutdown", 0) is not None
     assert "empty" in (leftover_description(Path(".kafka_cleanshutdown"), "clean-shutdown", 0) or "")
     assert leftover_description(Path("segment-copy.log"), None, 10) is None
+
+
+@given(
+    parts=st.lists(st.sampled_from(["a", "b.c", "..", ".", "kafka-logs", "x y"]), max_size=4),
+    absolute=st.booleans(),
+    name=st.text(min_size=1, max_size=12).filter(
+        lambda n: "/" not in n and "\0" not in n and n not in (".", "..")
+    ),
+)
+def test_a_child_of_a_listed_name_is_path_slash_name(parts: list[str], absolute: bool, name: str) -> None:
+    base = Path("/" if absolute else ".", *parts)
+    made = child(base, name)
+    expected = base / name
+    assert made == expected
+    assert str(made) == str(expected)
+    assert hash(made) == hash(expected)
+    assert made.name == expected.name
+    assert made.parent == expected.parent
+    assert type(made) is type(expected)

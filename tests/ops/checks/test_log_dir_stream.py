@@ -26,6 +26,7 @@ from kdump.model.partition import PartitionDir
 from kdump.ops.checks import log_dir_stream
 from kdump.ops.checks.log_dir_stream import verify_streamed
 from kdump.ops.checks.verify import PartitionReport, VerifyOptions, verify_targets
+from kdump.scan import held
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "logdir"
 
@@ -69,6 +70,17 @@ def odd_log_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         return "Permission denied" if path.name in ("orders-12", "orders-30") else real(path)
 
     monkeypatch.setattr(listing_module, "list_dir_types", list_dir_types)
+    if held.compiled is not None:  # the compiled read of a partition cannot open them either
+        real_read = held.compiled.read_dir
+
+        class _Compiled:
+            @staticmethod
+            def read_dir(path: str, limit: int, budget: int) -> object:
+                return (
+                    None if Path(path).name in ("orders-12", "orders-30") else real_read(path, limit, budget)
+                )
+
+        monkeypatch.setattr(held, "compiled", _Compiled)
     return log_dir
 
 
