@@ -25,10 +25,10 @@ closes the sources it opened when its `ExitStack` closes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from kdump.errors import PathError
 from kdump.formats.batch import ENTRY_PREFIX
@@ -283,10 +283,24 @@ def fetch_entry(fill: Callable[[int, int], object] | None, buf: memoryview, posi
         fill(position, min(size, position + LOG_OVERHEAD + max(0, length)))
 
 
-@contextmanager
+class _WholeScan:
+    """`open_scan`'s context for a local file: its buffer, with no `ready` hook (all there)."""
+
+    __slots__ = ("_opened",)
+
+    def __init__(self, opened: AbstractContextManager[memoryview]) -> None:
+        self._opened = opened
+
+    def __enter__(self) -> tuple[memoryview, Callable[[int], None] | None]:
+        return self._opened.__enter__(), None
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        return self._opened.__exit__(*exc)
+
+
 def open_scan(
     path: Path, max_bytes: int | None = None, *, probed: bool = False
-) -> Iterator[tuple[memoryview, Callable[[int], None] | None]]:
+) -> AbstractContextManager[tuple[memoryview, Callable[[int], None] | None]]:
     """A file's bytes for one forward scan, and the scanner's `ready` hook (None: all there).
 
     A local file is mapped, or read when of at most 512 KB (`open_buffer(read_small=True)`). A
@@ -300,9 +314,15 @@ def open_scan(
         PathError: the file cannot be opened.
     """
     if not is_stored(path):
-        with open_buffer(path, probed=probed, read_small=True) as buf:
-            yield buf, None
-        return
+        # A plain object, not a generator's context: a log dir's partition opens one per segment.
+        return _WholeScan(open_buffer(path, probed=probed, read_small=True))
+    return _stored_scan(path, max_bytes)
+
+
+@contextmanager
+def _stored_scan(
+    path: Path, max_bytes: int | None
+) -> Iterator[tuple[memoryview, Callable[[int], None] | None]]:
     from kdump.store.buffers import sparse_buffer
 
     with sparse_buffer(str(path), releasable=True) as sb:

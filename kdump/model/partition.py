@@ -175,7 +175,7 @@ class PartitionDir:
             part.recognised = True
             if kind == NameKind.STATE:
                 part.state_files[name] = p
-            why = readable(pr)
+            why = None if pr.opened else readable(pr)
             if why is not None:
                 part.problems.append(make_finding("unreadable-file", str(p), f"cannot read {name}: {why}"))
                 if kind == NameKind.LOG and (info := parse_segment_file_name(name)) is not None:
@@ -207,7 +207,7 @@ class PartitionDir:
                 elif kind == NameKind.CHECKPOINT:
                     part.kraft_checkpoints.append(p)
                 else:
-                    found.setdefault(info.base_offset, {})[kind.value] = p
+                    found.setdefault(info.base_offset, {})[kind] = p  # a StrEnum: the kind's name
                     if kind == NameKind.LOG:
                         part.log_bytes += pr.size
         for base in sorted(found):

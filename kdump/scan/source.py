@@ -24,7 +24,7 @@ import mmap
 import os
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,7 +183,25 @@ def file_change(buf: object) -> FileChange | None:
     return watch.change() if watch is not None else None
 
 
-@contextmanager
+class _HeldView:
+    """The context `open_buffer` gives for a held file (`kdump.scan.held`): its bytes, at most
+    `max_bytes` of them, as a read-only view released at the end. A plain object, not a generator's
+    context: a log dir's partition opens four files."""
+
+    __slots__ = ("_cut", "_whole")
+
+    def __init__(self, data: bytes, max_bytes: int | None) -> None:
+        self._whole = memoryview(data)
+        self._cut = self._whole if max_bytes is None or max_bytes >= len(data) else self._whole[:max_bytes]
+
+    def __enter__(self) -> memoryview:
+        return self._cut
+
+    def __exit__(self, *exc: object) -> None:
+        self._cut.release()
+        self._whole.release()
+
+
 def open_buffer(
     path: str | os.PathLike[str],
     max_bytes: int | None = None,
@@ -192,7 +210,7 @@ def open_buffer(
     probed: bool = False,
     copy_small: bool = False,
     read_small: bool = False,
-) -> Iterator[memoryview]:
+) -> AbstractContextManager[memoryview]:
     """Map `path` read-only and yield a memoryview of it (at most `max_bytes` of its prefix).
 
     A stored location (a URL, a tarball's member) is read into an anonymous mapping of the file's
@@ -215,14 +233,19 @@ def open_buffer(
     """
     data = held_bytes(path)
     if data is not None:
-        whole = memoryview(data)
-        cut = whole if max_bytes is None or max_bytes >= len(data) else whole[:max_bytes]
-        try:
-            yield cut
-        finally:
-            cut.release()
-            whole.release()
-        return
+        return _HeldView(data, max_bytes)
+    return _open_buffer(path, max_bytes, span, probed, copy_small, read_small)
+
+
+@contextmanager
+def _open_buffer(
+    path: str | os.PathLike[str],
+    max_bytes: int | None,
+    span: tuple[int, int] | None,
+    probed: bool,
+    copy_small: bool,
+    read_small: bool,
+) -> Iterator[memoryview]:
     if is_stored(path):
         from kdump.store.buffers import open_stored_buffer, sparse_buffer
 
