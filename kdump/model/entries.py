@@ -17,6 +17,7 @@ Entries that cannot be read, are of the wrong type, or are not recognised become
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -120,6 +121,11 @@ def child(path: Path, name: str) -> Path:
     """`path / name` for an entry name a listing gave (no separator, not `.` or `..`)."""
     if _CHILD is not None and type(path) is PosixPath:
         made: Path = _CHILD(path, name)
+        # Its text too (pathlib formats it from the parts at the first `str`, 1.5 us): the
+        # directory's text and the name, as `str(path / name)` gives it (held by a test).
+        base = str(path)
+        with contextlib.suppress(AttributeError):
+            made._str = name if base == "." else base + name if base.endswith("/") else f"{base}/{name}"  # type: ignore[attr-defined]
         return made
     return path / name
 

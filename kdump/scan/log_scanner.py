@@ -166,8 +166,24 @@ def scan_log(
 
     walk = fast_walk.walk if fast_walk.compiled is not None else None
     ready_ahead = READY_FIRST
+    # The segment's first batch may start the walk too where it starts at the file name's offset
+    # (the broker's every segment): then the reference's checks of a first batch (`check_offsets`:
+    # below the base, above it, past 2^31-1 of it) are the walk's of a batch following offset
+    # base - 1. A small segment is then one call, not a batch in Python first. Anything else (a
+    # damaged or legacy first batch, another offset, a read from elsewhere or still being filled)
+    # is read here as before, `prev_last` left unset.
+    first_walk = (
+        walk is not None
+        and start == 0
+        and ready is None
+        and base_offset is not None
+        and base_offset >= 0
+        and end >= ENTRY_PREFIX.size
+        and ENTRY_PREFIX.unpack_from(buf, 0)[0] == base_offset
+    )
+    first_prev = base_offset - 1 if base_offset is not None else -1
     while True:
-        if walk is not None and prev_last is not None and pos < end:
+        if walk is not None and (prev_last is not None or first_walk) and pos < end:
             # The common case in bulk: runs of clean v2 batches, framed and checked in C.
             limit = end
             if ready is not None:
@@ -180,8 +196,17 @@ def scan_log(
             if release is not None and pos - release.done >= EVICT_EVERY:
                 release_from = release.done
             walked = walk(
-                buf, pos, end, limit, pos + EVICT_EVERY, prev_last, prev_epoch, base_offset, release_from
+                buf,
+                pos,
+                end,
+                limit,
+                pos + EVICT_EVERY,
+                prev_last if prev_last is not None else first_prev,
+                prev_epoch,
+                base_offset,
+                release_from,
             )
+            first_walk = False
             if walked is not None:
                 if release is not None and release_from >= 0:
                     release.passed(pos)

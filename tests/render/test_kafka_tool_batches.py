@@ -251,7 +251,7 @@ def test_segments_print_as_the_reference(segment: tuple[bytes, int]) -> None:
 def test_a_clean_segment_takes_the_compiled_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The runs of a clean segment go to the compiled call whole (a test that could not tell the two
     paths apart would prove nothing); a --max-bytes inside a run cuts it where the reference does.
-    (The scanner reads a file's first batch itself: the walk starts from the offset it ends at.)"""
+    (The walk takes a file's first batch too where it starts at the file name's offset.)"""
     batches = [
         build_v2_batch(i * 3, [NewRecord(b"k", b"v" * i, 1000 + i)] * 3, codec=Codec.NONE) for i in range(50)
     ]
@@ -268,11 +268,11 @@ def test_a_clean_segment_takes_the_compiled_lines(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(kafka_tool_fast.KafkaBatchLines, "render", staticmethod(spy))
     whole = ToolOptions()
     assert _printed(path, whole) == _reference(path, whole)
-    assert sum(calls) == 49
+    assert sum(calls) == 50
     calls.clear()
     cut = ToolOptions(max_bytes=sum(len(b) for b in batches[:20]) + 30)
     assert _printed(path, cut) == _reference(path, cut)
-    assert sum(calls) == 19
+    assert sum(calls) == 20
 
 
 def test_switched_off_without_the_compiled_walk() -> None:

@@ -126,7 +126,27 @@ def test_the_walk_runs_here() -> None:
         seg.add_v2(records(3), codec=Codec.ZSTD)
     runs = [e for e in scan_log(bytes(seg.data), batch_runs=True) if isinstance(e, fast_walk.BatchRun)]
     assert len(runs) == 1
-    assert runs[0].n == 4  # the first batch is read by the reference (it has no predecessor)
+    assert runs[0].n == 4  # no file name's offset to go by: the first batch is read by the reference
+
+
+@pytest.mark.parametrize(
+    ("built_at", "named", "walked"), [(0, 0, 5), (100, 100, 5), (100, 0, 4), (0, None, 4)]
+)
+def test_the_walk_takes_a_first_batch_at_the_file_names_offset(
+    built_at: int, named: int | None, walked: int
+) -> None:
+    """A segment's first batch starts the walk where it starts at the file name's offset (every
+    segment the broker writes); elsewhere (or with no name to go by) the scanner reads it first.
+    The events are the reference's either way."""
+    seg = SegmentBuilder(base_offset=built_at)
+    for _ in range(5):
+        seg.add_v2(records(3), codec=Codec.ZSTD)
+    data = bytes(seg.data)
+    runs = [
+        e for e in scan_log(data, base_offset=named, batch_runs=True) if isinstance(e, fast_walk.BatchRun)
+    ]
+    assert [r.n for r in runs] == [walked]
+    _every_way(data, named)
 
 
 def test_ci_builds_the_walk() -> None:
