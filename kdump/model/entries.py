@@ -17,7 +17,6 @@ Entries that cannot be read, are of the wrong type, or are not recognised become
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import functools
 import os
@@ -124,8 +123,10 @@ def child(path: Path, name: str) -> Path:
         # Its text too (pathlib formats it from the parts at the first `str`, 1.5 us): the
         # directory's text and the name, as `str(path / name)` gives it (held by a test).
         base = str(path)
-        with contextlib.suppress(AttributeError):
+        try:  # noqa: SIM105  (not contextlib.suppress: 0.4 us more, six times a partition)
             made._str = name if base == "." else base + name if base.endswith("/") else f"{base}/{name}"  # type: ignore[attr-defined]
+        except AttributeError:  # a release without the attribute formats it itself
+            pass
         return made
     return path / name
 

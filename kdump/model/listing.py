@@ -78,8 +78,18 @@ class HeldListing(Listing):
         super().__init__()
         self._dir = path
         self._held = held
-        self._names[path] = held.names()
-        self._plain_dirs[path] = frozenset(n for n, (kind, _, _) in held.entries.items() if kind == DIR)
+
+    def names(self, path: Path) -> list[str] | str:
+        """A directory's entry names, sorted: the held one's from its read."""
+        if path is self._dir or path == self._dir:
+            return self._held.names()
+        return super().names(path)
+
+    def plain_dirs(self, path: Path) -> frozenset[str]:
+        """The entries the readdir says are directories: the held one's from its read."""
+        if path is self._dir or path == self._dir:
+            return frozenset(n for n, (kind, _, _) in self._held.entries.items() if kind == DIR)
+        return super().plain_dirs(path)
 
     def probe(self, path: Path) -> Probe:
         """What the entry is: from the held read where it looked, else from the disk."""
