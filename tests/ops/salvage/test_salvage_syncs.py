@@ -155,3 +155,22 @@ def test_finish_raises_the_first_error_of_the_queue(tmp_path: Path) -> None:
         syncs.sync_dir(tmp_path)
         with pytest.raises(OSError, match="injected"):
             syncs.finish()
+
+
+def test_pyarrow_missing_on_the_import_thread_fails_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pyarrow is imported on a thread while the plan scans; what that import raised is raised on
+    the caller's thread before the output directory is made."""
+    from kdump.errors import KdumpError
+    from kdump.ops.salvage import parquet
+
+    def missing() -> None:
+        assert threading.current_thread().name == "kdump-import"
+        raise KdumpError("records.parquet needs pyarrow")
+
+    monkeypatch.setattr(parquet, "load_pyarrow", missing)
+    out = tmp_path / "out"
+    with pytest.raises(KdumpError, match="needs pyarrow"):
+        _salvage(_part(tmp_path), out)
+    assert not out.exists()
