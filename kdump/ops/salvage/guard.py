@@ -6,7 +6,9 @@ most the partition's log bytes, with its rebuilt indexes, at most the original o
 records files, counted at the log bytes again (JSON of uncompressed records is rarely smaller;
 compressed batches may expand further, which the pre-flight cannot know without decompressing).
 A write, rename or fsync that still fails removes what the run wrote, so the directory is as it
-was (absent or empty) and the same command runs again once the cause is fixed.
+was (absent or empty) and the same command runs again once the cause is fixed; that holds for
+the fsyncs `kdump.ops.salvage.durable` runs on its thread too (their errors are raised on the main
+thread before the report is written, and the thread has stopped before anything is removed).
 
 Every write of the output goes through `kdump.ops.repair.safety.CALLS`, so the fault tests reach it.
 """
