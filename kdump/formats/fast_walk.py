@@ -126,6 +126,18 @@ class WalkState(NamedTuple):
     prev_epoch: int
 
 
+def walk_prev_of_first(buf: Buffer, end: int, base_offset: int | None) -> int | None:
+    """The offset a file's first batch may be walked as following (`walk`'s `prev_last`): the file
+    name's offset - 1 where the first entry starts at the file name's offset (the broker's every
+    segment). The reference's checks of a first batch (below the base, above it, past 2^31-1 of
+    it) are then the walk's of a batch following that offset. None where the scanner reads the
+    first batch itself (no name to go by, another offset, too few bytes, the walk off)."""
+    if compiled is None or base_offset is None or not 0 <= base_offset <= _INT64_MAX or end < 8:
+        return None
+    first = int.from_bytes(buf[:8], "big", signed=True)
+    return base_offset - 1 if first == base_offset else None
+
+
 def walk(
     buf: Buffer,
     pos: int,

@@ -166,24 +166,11 @@ def scan_log(
 
     walk = fast_walk.walk if fast_walk.compiled is not None else None
     ready_ahead = READY_FIRST
-    # The segment's first batch may start the walk too where it starts at the file name's offset
-    # (the broker's every segment): then the reference's checks of a first batch (`check_offsets`:
-    # below the base, above it, past 2^31-1 of it) are the walk's of a batch following offset
-    # base - 1. A small segment is then one call, not a batch in Python first. Anything else (a
-    # damaged or legacy first batch, another offset, a read from elsewhere or still being filled)
-    # is read here as before, `prev_last` left unset.
-    first_walk = (
-        walk is not None
-        and start == 0
-        and ready is None
-        and base_offset is not None
-        and base_offset >= 0
-        and end >= ENTRY_PREFIX.size
-        and ENTRY_PREFIX.unpack_from(buf, 0)[0] == base_offset
-    )
-    first_prev = base_offset - 1 if base_offset is not None else -1
+    # Where the first batch starts at the file name's offset, the walk takes it too, as following
+    # offset base - 1 (`fast_walk.walk_prev_of_first`): else it is read here, `prev_last` unset.
+    first_prev = fast_walk.walk_prev_of_first(buf, end, base_offset) if start == 0 and ready is None else None
     while True:
-        if walk is not None and (prev_last is not None or first_walk) and pos < end:
+        if walk is not None and (prev_last is not None or first_prev is not None) and pos < end:
             # The common case in bulk: runs of clean v2 batches, framed and checked in C.
             limit = end
             if ready is not None:
@@ -195,18 +182,12 @@ def scan_log(
             release_from = -1
             if release is not None and pos - release.done >= EVICT_EVERY:
                 release_from = release.done
+            walk_prev = prev_last if prev_last is not None else first_prev
+            assert walk_prev is not None
             walked = walk(
-                buf,
-                pos,
-                end,
-                limit,
-                pos + EVICT_EVERY,
-                prev_last if prev_last is not None else first_prev,
-                prev_epoch,
-                base_offset,
-                release_from,
+                buf, pos, end, limit, pos + EVICT_EVERY, walk_prev, prev_epoch, base_offset, release_from
             )
-            first_walk = False
+            first_prev = None
             if walked is not None:
                 if release is not None and release_from >= 0:
                     release.passed(pos)
