@@ -58,13 +58,15 @@ compiled: ModuleType | None = _load()
 class HeldDir:
     """One directory's entries as `read_dir` found them: by name, (kind, size, bytes or None)."""
 
-    __slots__ = ("_prefix", "entries", "path")
+    __slots__ = ("_prefix", "entries", "files", "path")
 
     def __init__(self, path: str, entries: dict[str, tuple[int, int, bytes | None]]) -> None:
         self.path = path  # as `os.fspath` of the directory's Path gives it
         self.entries = entries
         # What `os.fspath(directory / name)` starts with.
-        self._prefix = "" if path == "." else path if path.endswith("/") else path + "/"
+        self._prefix = prefix = "" if path == "." else path if path.endswith("/") else path + "/"
+        # The files read whole, by `os.fspath` of their paths: what the readers ask by.
+        self.files = {prefix + name: data for name, (_, _, data) in entries.items() if data is not None}
 
     def names(self) -> list[str]:
         """The entry names, sorted (as `os.listdir`, sorted, gives them)."""
@@ -109,7 +111,4 @@ def holding(held: HeldDir | None) -> Iterator[None]:
 def held_bytes(path: os.PathLike[str] | str) -> bytes | None:
     """The bytes of `path` if its directory is held and it was read whole, else None."""
     held = _held
-    if held is None:
-        return None
-    found = held.entry(os.fspath(path))
-    return found[2] if found is not None else None
+    return None if held is None else held.files.get(os.fspath(path))

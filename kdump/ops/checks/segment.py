@@ -240,7 +240,8 @@ class _Batches:
     @property
     def arrays(self) -> tuple[array.array[int], ...] | None:
         cols = self.columns
-        return cols if all(isinstance(c, array.array) for c in cols) else None  # type: ignore[return-value]
+        # The four are arrays or lists together (`add` turns them all to lists at once).
+        return cols if isinstance(cols[0], array.array) else None
 
 
 _RUN_COLUMNS = (fast_walk.POSITION, fast_walk.BASE_OFFSET, fast_walk.LAST_OFFSET, fast_walk.MAX_TIMESTAMP)
