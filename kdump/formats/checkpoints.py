@@ -158,23 +158,28 @@ class CleanShutdown:
 _Entry = TypeVar("_Entry")
 
 
-def decode_leader_epoch_checkpoint(data: _Text) -> LeaderEpochCheckpoint:
-    """Decode `leader-epoch-checkpoint`."""
-    if type(data) is bytes and len(data) <= _MEMO_MOST:
-        return _leader_epoch_checkpoint_memo(data)
-    version, entries = _decode_checkpoint(data, _parse_epoch_entry)
-    return LeaderEpochCheckpoint(version=version, entries=entries)
-
-
 # The largest file whose decoded value is kept for the next file of the same bytes. A log dir's
 # partitions share a few contents (`0\n1\n0 0\n` wherever a leader never changed; one
 # partition.metadata per topic): decoded once each, not once per partition. The values are
 # immutable; a file that does not decode raises each time (exceptions are not kept).
 _MEMO_MOST = 256
+_Decoded = TypeVar("_Decoded")
 
 
-@functools.lru_cache(maxsize=1024)
-def _leader_epoch_checkpoint_memo(data: bytes) -> LeaderEpochCheckpoint:
+def _kept_when_small(decode: Callable[[_Text], _Decoded]) -> Callable[[_Text], _Decoded]:
+    """`decode`, its values kept by the bytes of files of at most `_MEMO_MOST` bytes."""
+    kept = functools.lru_cache(maxsize=1024)(decode)
+
+    @functools.wraps(decode)
+    def decode_small_once(data: _Text) -> _Decoded:
+        return kept(data) if type(data) is bytes and len(data) <= _MEMO_MOST else decode(data)
+
+    return decode_small_once
+
+
+@_kept_when_small
+def decode_leader_epoch_checkpoint(data: _Text) -> LeaderEpochCheckpoint:
+    """Decode `leader-epoch-checkpoint`."""
     version, entries = _decode_checkpoint(data, _parse_epoch_entry)
     return LeaderEpochCheckpoint(version=version, entries=entries)
 
@@ -269,19 +274,9 @@ def _encode_checkpoint(lines: Sequence[str]) -> bytes:
 # --- partition.metadata -------------------------------------------------------------------------------
 
 
+@_kept_when_small
 def decode_partition_metadata(data: _Text) -> PartitionMetadata:
     """Decode `partition.metadata`."""
-    if type(data) is bytes and len(data) <= _MEMO_MOST:
-        return _partition_metadata_memo(data)
-    return _decode_partition_metadata(data)
-
-
-@functools.lru_cache(maxsize=1024)
-def _partition_metadata_memo(data: bytes) -> PartitionMetadata:
-    return _decode_partition_metadata(data)
-
-
-def _decode_partition_metadata(data: _Text) -> PartitionMetadata:
     lines = _java_lines(_decode_utf8(data, "partition metadata file"))
     version_line = lines[0] if lines else None
     version_text = _partition_metadata_value(version_line, "version")

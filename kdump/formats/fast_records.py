@@ -26,12 +26,12 @@ PURE_PYTHON_ENV = "KDUMP_PURE_PYTHON"
 Buffer = bytes | bytearray | memoryview
 
 
-def load_compiled(name: str) -> ModuleType | None:
-    """The compiled module `kdump.formats.<name>`, or None: not built, or `KDUMP_PURE_PYTHON=1`."""
+def load_compiled(name: str, package: str = "kdump.formats") -> ModuleType | None:
+    """The compiled module `<package>.<name>`, or None: not built, or `KDUMP_PURE_PYTHON=1`."""
     if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0"):
         return None
     try:
-        return importlib.import_module(f"kdump.formats.{name}")
+        return importlib.import_module(f"{package}.{name}")
     except ImportError:
         return None
 

@@ -175,7 +175,7 @@ class PartitionDir:
             part.recognised = True
             if kind == NameKind.STATE:
                 part.state_files[name] = p
-            why = None if pr.opened else readable(pr)
+            why = readable(pr)
             if why is not None:
                 part.problems.append(make_finding("unreadable-file", str(p), f"cannot read {name}: {why}"))
                 if kind == NameKind.LOG and (info := parse_segment_file_name(name)) is not None:

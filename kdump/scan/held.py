@@ -21,12 +21,12 @@ reference path (`KDUMP_PURE_PYTHON=1`), where every file is opened as before.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
+from kdump.formats.fast_records import load_compiled
 from kdump.store.locations import is_stored
 
 __all__ = ["BUDGET", "FILE_LIMIT", "HeldDir", "held_bytes", "holding", "read_dir"]
@@ -42,17 +42,9 @@ BUDGET = 8 << 20
 OTHER, DIR, READ, FILE = 0, 1, 2, 3
 
 
-def _load() -> ModuleType | None:
-    if os.environ.get("KDUMP_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        return importlib.import_module("kdump.scan._dirfiles")
-    except ImportError:  # not built (no compiler): every file is opened as it is checked
-        return None
-
-
-# The compiled module, or None (tests set it to None to compare the two ways).
-compiled: ModuleType | None = _load()
+# The compiled module, or None: not built (no compiler: every file is opened as it is checked) or
+# the reference path. Tests set it to None to compare the two ways.
+compiled: ModuleType | None = load_compiled("_dirfiles", "kdump.scan")
 
 
 class HeldDir:

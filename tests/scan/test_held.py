@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdump.errors import PathError
+from kdump.formats.fast_records import load_compiled
 from kdump.scan import held
 from kdump.scan.source import file_change, open_buffer, read_small_file
 
@@ -220,7 +221,7 @@ def test_the_held_bytes_are_the_files(tmp_path: Path) -> None:
 
 def test_the_reference_path_holds_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KDUMP_PURE_PYTHON", "1")
-    assert held._load() is None
+    assert load_compiled("_dirfiles", "kdump.scan") is None
     monkeypatch.setattr(held, "compiled", None)
     assert held.read_dir(tmp_path) is None
 

@@ -21,16 +21,10 @@ from types import TracebackType
 from typing import IO, Any
 
 from kdump.ops.repair.safety import CALLS, fsync_dir
+from kdump.ops.salvage.guard import sync_close
 
 # A records file starts writing back (a sync on the thread) after this many more bytes.
 WRITEBACK_BYTES = 32 << 20
-
-
-def _sync_close(fh: IO[Any]) -> None:
-    try:
-        CALLS.fsync(fh.fileno())
-    finally:
-        fh.close()
 
 
 class Syncs:
@@ -60,7 +54,7 @@ class Syncs:
         """Flush `fh` here (a failed write raises now), then fsync and close it on the thread; the
         caller no longer touches it."""
         fh.flush()
-        self._submit(_sync_close, fh)
+        self._submit(sync_close, fh)
 
     def sync_dir(self, path: Path) -> None:
         """fsync a directory on the thread (after the syncs queued before it)."""

@@ -64,10 +64,12 @@ def open_output(fd: int, *, text: bool, buffering: int) -> IO[Any]:
 
 
 def sync_close(fh: IO[Any]) -> None:
-    """Flush, fsync and close an output file."""
-    fh.flush()
-    CALLS.fsync(fh.fileno())
-    fh.close()
+    """Flush, fsync and close an output file (closed whether the fsync fails or not)."""
+    try:
+        fh.flush()
+        CALLS.fsync(fh.fileno())
+    finally:
+        fh.close()
 
 
 def salvage_needs(part: PartitionDir, out: Path) -> list[Need]:
