@@ -18,13 +18,15 @@
  *
  * Functions (see _fastwalk.pyi):
  *   walk_v2(buf, pos, end, limit, soft_stop, prev_last, prev_epoch, base_offset, max_batches,
- *           threads=1, thread_bytes=THREAD_BYTES, release_from=-1)
+ *           threads=1, thread_bytes=THREAD_BYTES, release_from=-1, fd=-1)
  *       -> (n, pos, prev_last, prev_epoch, columns, records, max_ts, offset_of_max_ts, attrs_or)
  *       With threads > 1 and a window (pos to soft_stop or limit) of at least thread_bytes, a helper
- *       thread (created and joined inside the call, the GIL released) maps the window's pages ahead of
- *       the walk; the result is the one of threads=1. release_from >= 0 (only for a read-only mmap's
- *       buffer, and <= pos; else ValueError) also hands back the pages of buf[release_from:pos], on
- *       the helper when there is one: the scan's memory stays flat (kdump/scan/pages.py).
+ *       thread (created and joined inside the call, the GIL released) walks the second half of the
+ *       window (see SPLIT_HOPS); the result is the one of threads=1. release_from >= 0 (only for a
+ *       read-only mmap's buffer, and <= pos; else ValueError) also hands back the pages of
+ *       buf[release_from:pos], on the helper when there is one: the scan's memory stays flat
+ *       (kdump/scan/pages.py). fd >= 0 (only with a read-only mmap's whole buffer; else ValueError):
+ *       the descriptor of the file it maps, read with pread instead of through the mapping (CHUNK).
  *   headers(columns, n, header_type) -> list of header tuples
  *   kafka_batch_lines(columns, n, lo, hi, position, limit) -> (lines, count, position after them)
  *   index_agrees(kind, index, base_offset, positions, bases, lasts, max_timestamps, valid_bytes) -> bool
@@ -39,6 +41,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <errno.h>
 #include <time.h>
 #include <stdint.h>
 #include <string.h>
@@ -300,21 +303,44 @@ static long long now_ns(void) {
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-/* The helper maps the window's pages ahead of the walk (MADV_POPULATE_READ, a step at a time), so
- * that the walk, checking each batch as it frames it, finds them mapped instead of taking a page
- * fault every 64 KiB: the kernel's half of reading a mapped file, on the other core. It starts this
- * far ahead of the walk and stops once the walk is over. */
-#if defined(__linux__) && !defined(MADV_POPULATE_READ)
-#define MADV_POPULATE_READ 22 /* Linux 5.14; built against older headers, an older kernel says EINVAL */
-#endif
-#define POPULATE_LEAD (64 << 10)
-#define POPULATE_STEP (256 << 10)
+/* The helper walks the second half of the window while the calling thread walks the first: both
+ * stream their bytes through the checksum (one core alone waits on memory at about 8 GB/s) and take
+ * their own page faults. The helper needs a batch boundary in the middle of the window: it follows the
+ * batch lengths from the window's start for up to SPLIT_HOPS batches (large batches), else looks from
+ * the middle for the first position that frames as a batch passing every check of the walk, its
+ * checksum included (small batches: found within a batch's length). That position is only ever a
+ * guess: the calling thread takes the helper's batches only if its own walk lands exactly on it and
+ * the helper's first batch follows its last one (offset and leader epoch); else they are dropped and
+ * the calling thread walks on alone. So the result is always the one-thread walk's. */
+#define SPLIT_HOPS 32
+#define SPLIT_SCAN_STEP 4096 /* the search for a boundary looks for the walk's end this often */
+
+/* The fields of the walk's bytes and bounds, the same for both threads. */
+typedef struct {
+    const uint8_t *buf;
+    Py_ssize_t end, limit, soft_stop;
+    int has_base;
+    long long base_offset;
+    int fd; /* >= 0: the file buf maps from position 0, read with pread instead of through the mapping */
+} walk_bounds;
+
+/* One thread's run of batches: its rows (row-major), where it stands, and its sums. */
+typedef struct {
+    int64_t *rows;
+    Py_ssize_t n, cap, pos;
+    long long prev_last, prev_epoch, records, max_ts, off_max, attrs_or;
+} walk_run;
 
 typedef struct {
-    const uint8_t *from, *to;       /* the pages to map (whole pages inside the window) */
+    const walk_bounds *b;
+    Py_ssize_t from, mid, stop; /* the window; the helper's boundary is looked for from mid */
+    long long prev_last, prev_epoch; /* the calling thread's state at the window's start */
+    Py_ssize_t max_batches;
     uint8_t *release_lo, *release_hi; /* the pages to hand back first (see release_pages) */
-    int over;                         /* atomic: the walk has ended */
-} populate_job;
+    Py_ssize_t meet;                  /* atomic: -2 not known yet, -1 none, else where the helper starts */
+    int over;                         /* atomic: the calling thread no longer wants the helper's batches */
+    walk_run run;                     /* the helper's batches */
+} split_job;
 
 /* Hands back a mapped file's pages the scan has passed (MADV_DONTNEED: they stay in the page cache,
  * they leave the process's resident memory), so a scan of a 1 GiB segment keeps a flat footprint.
@@ -329,21 +355,299 @@ static void release_pages(uint8_t *lo, uint8_t *hi) {
 #endif
 }
 
-static void *populate_thread(void *arg) {
-    populate_job *job = arg;
-    release_pages(job->release_lo, job->release_hi);
-#ifdef MADV_POPULATE_READ
-    for (const uint8_t *p = job->from; p < job->to && !__atomic_load_n(&job->over, __ATOMIC_RELAXED);) {
-        size_t n = (size_t)(job->to - p) < POPULATE_STEP ? (size_t)(job->to - p) : POPULATE_STEP;
-        /* An error (a file cut short under the scan; a kernel without it) changes nothing: no signal
-         * is raised, and the walk reads what it reads either way. */
-        if (madvise((void *)p, n, MADV_POPULATE_READ) != 0) break;
-        p += n;
+/* Reading a mapped file through its mapping costs a page fault every 64 KiB and the pages' mapping and
+ * unmapping, all of it kernel work on the walking thread (about 40% of a GiB's walk, measured:
+ * tests/bench/README.md). With the file's descriptor, the walk instead reads its bytes with pread
+ * into a buffer of its own, CHUNK at a time, and checksums them while they are in the cache: a copy,
+ * as `cat` makes, and nothing to map or hand back. The bytes are the same (both are the page cache);
+ * a file cut short under the walk reads short, and the walk stops there, as the mapping's guard would
+ * have it. */
+#define CHUNK (256 << 10)
+
+typedef struct {
+    int fd;
+    uint8_t *chunk;     /* cap bytes (CHUNK, or a header's for a peek) */
+    Py_ssize_t cap;
+    Py_ssize_t at, len; /* the chunk holds the file's bytes [at, at + len) */
+    int pooled;         /* which of `chunk_pool` it is, or -1: allocated for this reader */
+} reader;
+
+/* Chunks kept from call to call (a fresh 256 KiB buffer per 4 MiB window is 64 page faults of new
+ * memory): one for the calling thread, one for its helper; a call that finds them taken (walks on
+ * other threads at once) allocates its own. */
+static uint8_t *chunk_pool[2];
+static int chunk_busy[2];
+
+static int reader_open(reader *rd, int fd) {
+    rd->fd = fd;
+    rd->chunk = NULL;
+    rd->cap = CHUNK;
+    rd->at = rd->len = 0;
+    rd->pooled = -1;
+    if (fd < 0) return 1;
+    for (int i = 0; i < 2; i++) {
+        int free_slot = 0;
+        if (__atomic_compare_exchange_n(&chunk_busy[i], &free_slot, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            if (chunk_pool[i] == NULL) chunk_pool[i] = PyMem_RawMalloc(CHUNK);
+            if (chunk_pool[i] == NULL) {
+                __atomic_store_n(&chunk_busy[i], 0, __ATOMIC_RELEASE);
+                break;
+            }
+            rd->chunk = chunk_pool[i];
+            rd->pooled = i;
+            return 1;
+        }
     }
-#else
-    (void)job;
-#endif
+    rd->chunk = PyMem_RawMalloc(CHUNK);
+    return rd->chunk != NULL;
+}
+
+static void reader_close(reader *rd) {
+    if (rd->pooled >= 0) __atomic_store_n(&chunk_busy[rd->pooled], 0, __ATOMIC_RELEASE);
+    else PyMem_RawFree(rd->chunk);
+    rd->chunk = NULL;
+}
+
+/* The bytes from pos on, at least `need` of them (1 <= need <= its chunk's size), and in *avail how many are
+ * there: in buf itself, or in the chunk, read from pos when it does not hold them. NULL when the file
+ * no longer has them or cannot be read: the walk stops there. Nothing at or past limit is read. */
+static const uint8_t *bytes_at(reader *rd, const walk_bounds *b, Py_ssize_t pos, Py_ssize_t need, Py_ssize_t *avail) {
+    if (pos + need > b->limit) return NULL;
+    if (rd->fd < 0) {
+        *avail = b->limit - pos;
+        return b->buf + pos;
+    }
+    if (pos < rd->at || pos + need > rd->at + rd->len) {
+        Py_ssize_t want = b->limit - pos < rd->cap ? b->limit - pos : rd->cap;
+        Py_ssize_t got = 0;
+        while (got < want) {
+            ssize_t k = pread(rd->fd, rd->chunk + got, (size_t)(want - got), (off_t)(pos + got));
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) break;
+            got += k;
+        }
+        rd->at = pos;
+        rd->len = got;
+        if (got < need) return NULL;
+    }
+    *avail = rd->at + rd->len - pos;
+    return rd->chunk + (pos - rd->at);
+}
+
+/* The CRC-32C of the n bytes from pos (streamed through the chunk); 0 when they cannot all be read. */
+static int crc_of(reader *rd, const walk_bounds *b, Py_ssize_t pos, Py_ssize_t n, uint32_t *out) {
+    uint32_t crc = ~0u;
+    while (n > 0) {
+        Py_ssize_t avail;
+        const uint8_t *p = bytes_at(rd, b, pos, 1, &avail);
+        if (p == NULL) return 0;
+        Py_ssize_t k = avail < n ? avail : n;
+        crc = crc_update(crc, p, (size_t)k);
+        pos += k;
+        n -= k;
+    }
+    *out = ~crc;
+    return 1;
+}
+
+/* The size of the entry at pos when it frames as a v2 batch inside the bytes ready (the walk's first
+ * checks), else 0; *header its first V2_HEADER_SIZE bytes (all of them there when it frames). */
+static inline Py_ssize_t framed_size(reader *rd, const walk_bounds *b, Py_ssize_t pos, const uint8_t **header) {
+    Py_ssize_t remaining = b->end - pos;
+    if (remaining <= HEADER_SIZE_UP_TO_MAGIC || pos + HEADER_SIZE_UP_TO_MAGIC > b->limit) return 0;
+    Py_ssize_t avail, need = b->limit - pos < V2_HEADER_SIZE ? b->limit - pos : V2_HEADER_SIZE;
+    const uint8_t *e = bytes_at(rd, b, pos, need, &avail);
+    if (e == NULL) return 0;
+    int32_t length = be32(e + 8);
+    if (length < MIN_BATCH_LENGTH || (Py_ssize_t)length > remaining - LOG_OVERHEAD) return 0;
+    if ((int8_t)e[16] != 2 || length < V2_HEADER_SIZE - LOG_OVERHEAD) return 0;
+    Py_ssize_t size = (Py_ssize_t)length + LOG_OVERHEAD;
+    if (pos + size > b->limit) return 0;
+    *header = e;
+    return size;
+}
+
+/* The checksum of the batch at pos (size bytes, its header at e) matches the one it says. */
+static inline int checksum_holds(reader *rd, const walk_bounds *b, Py_ssize_t pos, Py_ssize_t size, const uint8_t *e) {
+    uint32_t stored = (uint32_t)be32(e + 17), crc;
+    if (rd->fd < 0) return crc32c(0, e + 21, (size_t)(size - 21)) == stored;
+    return crc_of(rd, b, pos + 21, size - 21, &crc) && crc == stored;
+}
+
+/* Walks batches from run->pos while each passes every check (see the file's comment), appending a row
+ * each, up to max_batches rows in all, none starting at or after soft_stop. `linked` 0: the first
+ * batch's base offset is not checked against prev_last (the helper's, checked by the calling thread
+ * when it takes them). `meet` (the calling thread with a helper): stop on reaching the helper's start.
+ * `over` (the helper): stop once the calling thread is done with it. Returns 0 when stopped by a batch
+ * (or the end of the bytes), 1 by soft_stop, max_batches, `meet` or `over`. */
+static int walk_batches(reader *rd, const walk_bounds *b, walk_run *r, Py_ssize_t max_batches, int linked,
+                        const Py_ssize_t *meet, const int *over) {
+    Py_ssize_t pos = r->pos, n = r->n;
+    long long prev_last = r->prev_last, prev_epoch = r->prev_epoch;
+    int stopped = 0;
+    for (;;) {
+        if (n >= max_batches || pos >= b->soft_stop) {
+            stopped = 1;
+            break;
+        }
+        if (meet != NULL) {
+            Py_ssize_t m = __atomic_load_n(meet, __ATOMIC_ACQUIRE);
+            if (m >= 0 && pos >= m) {
+                stopped = 1;
+                break;
+            }
+        }
+        if (over != NULL && __atomic_load_n(over, __ATOMIC_RELAXED)) {
+            stopped = 1;
+            break;
+        }
+        const uint8_t *e;
+        Py_ssize_t size = framed_size(rd, b, pos, &e);
+        if (size == 0) break;
+        int64_t base = be64(e);
+        int32_t epoch = be32(e + 12);
+        uint32_t crc = (uint32_t)be32(e + 17);
+        int16_t attributes = be16(e + 21);
+        int32_t delta = be32(e + 23);
+        int32_t count = be32(e + 57);
+        int64_t last;
+        if (__builtin_add_overflow(base, (int64_t)delta, &last)) break;
+        /* The fast condition of the scanner (else it runs its full offset checks). */
+        if (linked && (prev_last == INT64_MAX || base != prev_last + 1)) break;
+        linked = 1;
+        if (b->has_base && (__builtin_sub_overflow(last, b->base_offset, &(int64_t){0}) ||
+                            last - b->base_offset > MAX_RELATIVE_OFFSET))
+            break;
+        if (count < 0 || (int64_t)count > (int64_t)delta + 1) break;
+        if (epoch < prev_epoch) break;
+        if ((attributes & 0x07) > 4) break;
+        if (n == r->cap) {
+            Py_ssize_t ncap = r->cap ? r->cap * 2 : 256;
+            int64_t *nr = PyMem_RawRealloc(r->rows, (size_t)ncap * N_COLUMNS * sizeof(int64_t));
+            if (nr == NULL) break; /* hand back: the scanner reads on in Python */
+            r->rows = nr;
+            r->cap = ncap;
+        }
+        int64_t *row = r->rows + n * N_COLUMNS;
+        /* The header's fields are kept before the checksum streams the batch (the chunk moves on). */
+        row[C_POSITION] = pos;
+        row[C_BASE_OFFSET] = base;
+        row[C_LAST_OFFSET] = last;
+        row[C_COUNT] = count;
+        row[C_SIZE] = size;
+        row[C_CRC] = crc;
+        row[C_ATTRIBUTES] = attributes;
+        row[C_BASE_TIMESTAMP] = be64(e + 27);
+        row[C_MAX_TIMESTAMP] = be64(e + 35);
+        row[C_PRODUCER_ID] = be64(e + 43);
+        row[C_PRODUCER_EPOCH] = be16(e + 51);
+        row[C_BASE_SEQUENCE] = be32(e + 53);
+        row[C_LEADER_EPOCH] = epoch;
+        if (!checksum_holds(rd, b, pos, size, e)) break;
+        if (row[C_MAX_TIMESTAMP] > r->max_ts) {
+            r->max_ts = row[C_MAX_TIMESTAMP];
+            r->off_max = last;
+        }
+        r->records += count;
+        r->attrs_or |= attributes;
+        prev_last = last;
+        if (epoch >= 0 && epoch > prev_epoch) prev_epoch = epoch;
+        pos += size;
+        n++;
+    }
+    r->pos = pos;
+    r->n = n;
+    r->prev_last = prev_last;
+    r->prev_epoch = prev_epoch;
+    return stopped;
+}
+
+/* Whether a batch starting at pos would pass every check of the walk after a batch whose last offset
+ * is at most prev_last (so any base offset above it) at leader epoch prev_epoch: a guess at a batch
+ * boundary (see SPLIT_HOPS). */
+static int passes_at(reader *rd, const walk_bounds *b, Py_ssize_t pos, long long prev_last, long long prev_epoch) {
+    const uint8_t *e;
+    Py_ssize_t size = framed_size(rd, b, pos, &e);
+    if (size == 0) return 0;
+    int64_t base = be64(e), last;
+    int32_t delta = be32(e + 23), count = be32(e + 57), epoch = be32(e + 12);
+    if (base <= prev_last || __builtin_add_overflow(base, (int64_t)delta, &last)) return 0;
+    if (b->has_base &&
+        (__builtin_sub_overflow(last, b->base_offset, &(int64_t){0}) || last - b->base_offset > MAX_RELATIVE_OFFSET))
+        return 0;
+    if (count < 0 || (int64_t)count > (int64_t)delta + 1 || epoch < prev_epoch || (be16(e + 21) & 0x07) > 4)
+        return 0;
+    return checksum_holds(rd, b, pos, size, e);
+}
+
+/* Where the helper starts: a batch boundary at or after mid (before stop), or -1. */
+static Py_ssize_t find_split(split_job *job, reader *rd) {
+    const walk_bounds *b = job->b;
+    Py_ssize_t p = job->from;
+    /* Its hops read a header each (with a descriptor, not a chunk each). */
+    uint8_t header[V2_HEADER_SIZE];
+    reader peek = {b->fd, header, V2_HEADER_SIZE, 0, 0, -1};
+    for (int hops = 0; hops < SPLIT_HOPS && p < job->mid; hops++) {
+        const uint8_t *e;
+        Py_ssize_t size = framed_size(&peek, b, p, &e);
+        if (size == 0) return -1; /* the calling thread stops before the middle */
+        p += size;
+    }
+    if (p >= job->mid) return p < job->stop ? p : -1;
+    /* Nothing at or past limit is read: a batch's header must end before it. */
+    Py_ssize_t last_start = b->limit - V2_HEADER_SIZE < job->stop - 1 ? b->limit - V2_HEADER_SIZE : job->stop - 1;
+    for (Py_ssize_t q = job->mid; q <= last_start; q++) {
+        if ((q & (SPLIT_SCAN_STEP - 1)) == 0 && __atomic_load_n(&job->over, __ATOMIC_RELAXED)) return -1;
+        Py_ssize_t avail;
+        const uint8_t *e = bytes_at(rd, b, q, V2_HEADER_SIZE, &avail);
+        if (e == NULL) return -1;
+        if (e[16] == 2 && passes_at(rd, b, q, job->prev_last, job->prev_epoch)) return q;
+    }
+    return -1;
+}
+
+static void *split_thread(void *arg) {
+    split_job *job = arg;
+    release_pages(job->release_lo, job->release_hi);
+    reader rd;
+    Py_ssize_t at = reader_open(&rd, job->b->fd) ? find_split(job, &rd) : -1;
+    __atomic_store_n(&job->meet, at, __ATOMIC_RELEASE);
+    if (at >= 0) {
+        job->run.pos = at;
+        job->run.prev_last = job->prev_last; /* unused for its first batch (not linked) */
+        job->run.prev_epoch = job->prev_epoch;
+        walk_batches(&rd, job->b, &job->run, job->max_batches, 0, NULL, &job->over);
+    }
+    reader_close(&rd);
     return NULL;
+}
+
+/* The helper's batches after the calling thread's, when its walk ended exactly where the helper's
+ * began and the helper's first batch follows its last (then every one of them passes after it too: the
+ * helper's leader epochs never go down); else nothing changes. */
+static void take_helpers(walk_run *r, split_job *job, Py_ssize_t max_batches) {
+    walk_run *h = &job->run;
+    if (h->n == 0 || r->pos != __atomic_load_n(&job->meet, __ATOMIC_ACQUIRE) || r->n + h->n > max_batches) return;
+    const int64_t *first = h->rows;
+    if (r->prev_last == INT64_MAX || first[C_BASE_OFFSET] != r->prev_last + 1 || first[C_LEADER_EPOCH] < r->prev_epoch)
+        return;
+    if (r->n + h->n > r->cap) {
+        int64_t *nr = PyMem_RawRealloc(r->rows, (size_t)(r->n + h->n) * N_COLUMNS * sizeof(int64_t));
+        if (nr == NULL) return;
+        r->rows = nr;
+        r->cap = r->n + h->n;
+    }
+    memcpy(r->rows + r->n * N_COLUMNS, h->rows, (size_t)h->n * N_COLUMNS * sizeof(int64_t));
+    r->n += h->n;
+    r->pos = h->pos;
+    r->prev_last = h->prev_last;
+    if (h->prev_epoch > r->prev_epoch) r->prev_epoch = h->prev_epoch;
+    if (h->max_ts > r->max_ts) {
+        r->max_ts = h->max_ts;
+        r->off_max = h->off_max;
+    }
+    r->records += h->records;
+    r->attrs_or |= h->attrs_or;
 }
 
 /* Whether `obj` exports a read-only mmap.mmap (itself, or a memoryview of one): the only buffer whose
@@ -362,19 +666,29 @@ static int is_readonly_map(PyObject *obj, const Py_buffer *view) {
     return is;
 }
 
+/* Whether the buffer starts where the mmap it is a view of starts (a slice does not). */
+static int starts_its_map(PyObject *obj, const Py_buffer *view) {
+    if (PyMemoryView_Check(obj)) obj = PyMemoryView_GET_BASE(obj);
+    Py_buffer whole;
+    if (obj == NULL || PyObject_GetBuffer(obj, &whole, PyBUF_SIMPLE) != 0) return 0;
+    int starts = whole.buf == view->buf && view->len <= whole.len;
+    PyBuffer_Release(&whole);
+    return starts;
+}
+
 static PyObject *walk_v2(PyObject *self, PyObject *args, PyObject *kwargs) {
     (void)self;
     static char *kwlist[] = {"buf",          "pos",       "end",         "limit",        "soft_stop",
                              "prev_last",    "prev_epoch", "base_offset", "max_batches", "threads",
-                             "thread_bytes", "release_from", NULL};
+                             "thread_bytes", "release_from", "fd", NULL};
     Py_buffer view;
     Py_ssize_t pos, end, limit, soft_stop, max_batches, thread_bytes = THREAD_BYTES, release_from = -1;
-    int threads = 1;
+    int threads = 1, fd = -1;
     long long prev_last, prev_epoch;
     PyObject *base_obj;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*nnnnLLOn|inn", kwlist, &view, &pos, &end, &limit, &soft_stop,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*nnnnLLOn|inni", kwlist, &view, &pos, &end, &limit, &soft_stop,
                                      &prev_last, &prev_epoch, &base_obj, &max_batches, &threads, &thread_bytes,
-                                     &release_from))
+                                     &release_from, &fd))
         return NULL;
     int has_base = base_obj != Py_None;
     long long base_offset = has_base ? PyLong_AsLongLong(base_obj) : 0;
@@ -404,17 +718,30 @@ static PyObject *walk_v2(PyObject *self, PyObject *args, PyObject *kwargs) {
         release_lo = (uint8_t *)((uintptr_t)((uint8_t *)view.buf + release_from) & ~(page - 1));
         release_hi = (uint8_t *)((uintptr_t)((uint8_t *)view.buf + pos) & ~(page - 1));
     }
+    /* fd (>= 0): the descriptor of the file this read-only mmap maps from position 0, read instead of
+     * the mapping (see CHUNK). The buffer must be the whole mapping's, from its first byte. */
+    if (fd >= 0) {
+        int whole = is_readonly_map(view.obj, &view) > 0 && starts_its_map(view.obj, &view);
+        if (PyErr_Occurred() || !whole) {
+            PyBuffer_Release(&view);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "walk_v2: fd is given only with a read-only mmap's buffer, from its start");
+            return NULL;
+        }
+    }
     if (max_batches < 0) max_batches = 0;
     crc_init();
-    const uint8_t *buf = view.buf;
-
-    /* First pass: how many batches the run holds, with their fields into a growing buffer. */
-    Py_ssize_t cap = 0, n = 0;
-    int64_t *rows = NULL; /* row-major while walking; transposed once at the end */
-    long long records = 0, max_ts = INT64_MIN, off_max = 0, attrs_or = 0;
+    walk_bounds bounds = {view.buf, end, limit, soft_stop, has_base, base_offset, fd};
+    walk_run run = {NULL, 0, 0, pos, prev_last, prev_epoch, 0, INT64_MIN, 0, 0};
     Py_BEGIN_ALLOW_THREADS;
-    /* A helper maps the window's pages ahead of the walk (see populate_thread). */
-    populate_job job = {NULL, NULL, release_lo, release_hi, 0};
+    reader rd;
+    /* Without a buffer to read into (memory short), through the mapping. */
+    if (!reader_open(&rd, fd)) {
+        reader_close(&rd);
+        bounds.fd = -1;
+        reader_open(&rd, -1);
+    }
+    split_job job;
     pthread_t helper;
     int helped = 0, adaptive = thread_bytes > 0, timed = 0;
     long long started = 0;
@@ -426,86 +753,44 @@ static PyObject *walk_v2(PyObject *self, PyObject *args, PyObject *kwargs) {
             timed = 1;
             started = now_ns();
         }
-        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-        uintptr_t from = ((uintptr_t)(buf + pos) + POPULATE_LEAD + page - 1) & ~(page - 1);
-        uintptr_t to = (uintptr_t)(buf + stop) & ~(page - 1);
-        if (help && to > from) {
-            job.from = (const uint8_t *)from;
-            job.to = (const uint8_t *)to;
-            helped = pthread_create(&helper, NULL, populate_thread, &job) == 0;
+        if (help) {
+            memset(&job, 0, sizeof job);
+            job.b = &bounds;
+            job.from = pos;
+            job.mid = pos + (stop - pos) / 2;
+            job.stop = stop;
+            job.prev_last = prev_last;
+            job.prev_epoch = prev_epoch;
+            job.max_batches = max_batches;
+            job.release_lo = release_lo;
+            job.release_hi = release_hi;
+            job.meet = -2;
+            job.run.max_ts = INT64_MIN;
+            helped = pthread_create(&helper, NULL, split_thread, &job) == 0;
         }
     }
     /* Without a helper the pages are handed back here. */
     if (!helped) release_pages(release_lo, release_hi);
-    while (n < max_batches && pos < soft_stop) {
-        Py_ssize_t remaining = end - pos;
-        if (remaining <= HEADER_SIZE_UP_TO_MAGIC) break;
-        const uint8_t *e = buf + pos;
-        if (pos + HEADER_SIZE_UP_TO_MAGIC > limit) break;
-        int32_t length = be32(e + 8);
-        int8_t magic = (int8_t)e[16];
-        /* The scanner's framing order: too short, past the end, unknown magic, short for v2. */
-        if (length < MIN_BATCH_LENGTH || (Py_ssize_t)length > remaining - LOG_OVERHEAD) break;
-        if (magic != 2 || length < V2_HEADER_SIZE - LOG_OVERHEAD) break;
-        Py_ssize_t size = (Py_ssize_t)length + LOG_OVERHEAD;
-        if (pos + size > limit) break; /* not in the bytes the caller has made ready */
-        int64_t base = be64(e);
-        int32_t epoch = be32(e + 12);
-        uint32_t crc = (uint32_t)be32(e + 17);
-        int16_t attributes = be16(e + 21);
-        int32_t delta = be32(e + 23);
-        int32_t count = be32(e + 57);
-        int64_t last;
-        if (__builtin_add_overflow(base, (int64_t)delta, &last)) break;
-        /* The fast condition of the scanner (else it runs its full offset checks). */
-        if (prev_last == INT64_MAX || base != prev_last + 1) break;
-        if (has_base && (__builtin_sub_overflow(last, base_offset, &(int64_t){0}) ||
-                         last - base_offset > MAX_RELATIVE_OFFSET))
-            break;
-        if (count < 0 || (int64_t)count > (int64_t)delta + 1) break;
-        if (epoch < prev_epoch) break;
-        if ((attributes & 0x07) > 4) break;
-        if (crc32c(0, e + 21, (size_t)(size - 21)) != crc) break;
-        if (n == cap) {
-            Py_ssize_t ncap = cap ? cap * 2 : 256;
-            int64_t *nr = PyMem_RawRealloc(rows, (size_t)ncap * N_COLUMNS * sizeof(int64_t));
-            if (nr == NULL) break; /* hand back: the scanner reads on in Python */
-            rows = nr;
-            cap = ncap;
-        }
-        int64_t *r = rows + n * N_COLUMNS;
-        r[C_POSITION] = pos;
-        r[C_BASE_OFFSET] = base;
-        r[C_LAST_OFFSET] = last;
-        r[C_COUNT] = count;
-        r[C_SIZE] = size;
-        r[C_CRC] = crc;
-        r[C_ATTRIBUTES] = attributes;
-        r[C_BASE_TIMESTAMP] = be64(e + 27);
-        r[C_MAX_TIMESTAMP] = be64(e + 35);
-        r[C_PRODUCER_ID] = be64(e + 43);
-        r[C_PRODUCER_EPOCH] = be16(e + 51);
-        r[C_BASE_SEQUENCE] = be32(e + 53);
-        r[C_LEADER_EPOCH] = epoch;
-        if (r[C_MAX_TIMESTAMP] > max_ts) {
-            max_ts = r[C_MAX_TIMESTAMP];
-            off_max = last;
-        }
-        records += count;
-        attrs_or |= attributes;
-        prev_last = last;
-        if (epoch >= 0 && epoch > prev_epoch) prev_epoch = epoch;
-        pos += size;
-        n++;
-    }
+    int stopped = walk_batches(&rd, &bounds, &run, max_batches, 1, helped ? &job.meet : NULL, NULL);
     if (helped) {
         __atomic_store_n(&job.over, 1, __ATOMIC_RELAXED);
         pthread_join(helper, NULL);
+        /* Stopped where the helper began: its batches, then on alone (past where the helper stopped,
+         * should that be anything but a batch the walk stops at too). */
+        if (stopped) {
+            take_helpers(&run, &job, max_batches);
+            walk_batches(&rd, &bounds, &run, max_batches, 1, NULL, NULL);
+        }
+        PyMem_RawFree(job.run.rows);
     }
+    reader_close(&rd);
+    pos = run.pos;
     /* A window cut short (damage, the end of the bytes) says little about the cost per MiB. */
     if (timed && pos - pos0 >= thread_bytes) note_cost(helped, now_ns() - started, pos - pos0);
     Py_END_ALLOW_THREADS;
     PyBuffer_Release(&view);
+    Py_ssize_t n = run.n;
+    int64_t *rows = run.rows;
     PyObject *columns = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * N_COLUMNS * (Py_ssize_t)sizeof(int64_t)));
     if (columns == NULL) {
         PyMem_RawFree(rows);
@@ -515,7 +800,8 @@ static PyObject *walk_v2(PyObject *self, PyObject *args, PyObject *kwargs) {
     for (Py_ssize_t i = 0; i < n; i++)
         for (int c = 0; c < N_COLUMNS; c++) out[c * n + i] = rows[i * N_COLUMNS + c];
     PyMem_RawFree(rows);
-    return Py_BuildValue("(nnLLNLLLL)", n, pos, prev_last, prev_epoch, columns, records, max_ts, off_max, attrs_or);
+    return Py_BuildValue("(nnLLNLLLL)", n, pos, run.prev_last, run.prev_epoch, columns, run.records, run.max_ts,
+                         run.off_max, run.attrs_or);
 }
 
 /* BatchHeader tuples from a run's columns (field order of kdump.formats.batch.BatchHeader). */

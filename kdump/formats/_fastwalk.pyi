@@ -14,6 +14,7 @@ def walk_v2(
     threads: int = 1,
     thread_bytes: int = ...,
     release_from: int = -1,
+    fd: int = -1,
 ) -> tuple[int, int, int, int, bytes, int, int, int, int]: ...
 def headers(columns: bytes, n: int, header_type: type) -> list[tuple[object, ...]]: ...
 def kafka_batch_lines(

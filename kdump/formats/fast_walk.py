@@ -43,7 +43,7 @@ Buffer = bytes | bytearray | memoryview
 N_COLUMNS = 13
 
 # Batches per call: bounds a run's columns (104 bytes a batch) whatever the batches' size.
-MAX_RUN = 8192
+MAX_RUN = 32768
 _INT64_MAX = (1 << 63) - 1
 
 
@@ -54,8 +54,8 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-# Threads of a walk: above 1, a helper thread maps each window's pages ahead of the walk (the page
-# faults of a mapped segment taken on another core). 2 where this process may run on two cores or more;
+# Threads of a walk: above 1, a helper thread walks the second half of each window (its reads and
+# checksums on another core). 2 where this process may run on two cores or more;
 # forked workers that each have a core set it to 1 (`set_threads`).
 _threads = min(2, _cores())
 # The bytes of a window from which it gets a helper (None: the compiled default).
@@ -148,6 +148,7 @@ def walk(
     prev_epoch: int,
     base_offset: int | None,
     release_from: int = -1,
+    fd: int = -1,
 ) -> tuple[BatchRun, WalkState] | None:
     """Walk from `pos` (an entry boundary) while batches are clean; entries must end by `limit`.
 
@@ -155,7 +156,8 @@ def walk(
     how far the bytes are ready; no batch starts at or after `soft_stop`. Returns None when the walk
     is off or took no batch. `release_from` >= 0 (`buf` a read-only mmap's, <= `pos`): the pages of
     `buf[release_from:pos]` are handed back (MADV_DONTNEED) during the walk, off the calling thread
-    where a helper runs; done even when the walk takes no batch.
+    where a helper runs; done even when the walk takes no batch. `fd` >= 0 (`buf` a read-only mmap's,
+    whole): the descriptor of the file it maps, read with `pread` instead of through the mapping.
     """
     if compiled is None or not -1 <= prev_last < _INT64_MAX:
         return None
@@ -175,6 +177,7 @@ def walk(
         MAX_RUN,
         _threads,
         release_from=release_from,
+        fd=fd,
         **threshold,
     )
     n, new_pos, last, epoch, columns, records, max_ts, off_max, attrs = walked

@@ -308,3 +308,18 @@ def decode_batch_records(buf: Buffer, h: BatchHeader, file: str) -> tuple[list[R
                     )
                 )
     return records, findings
+
+
+# A segment holds at most this many offsets past its base: the index stores them as an int32.
+_SEGMENT_OFFSET_SPAN = 1 << 31
+
+
+def checked_offset(offset: int | None, last_valid: int | None, base_offset: int | None) -> int | None:
+    """The offset a batch header that failed its check (or could not be checked) names, when it can be
+    told apart from garbage: at or past the next offset (the last valid batch's, else the segment's
+    base), within the span a segment can hold. None otherwise: an offset read from random bytes
+    (9075011579598524882) is never reported as where the damage is."""
+    floor = last_valid + 1 if last_valid is not None else base_offset
+    if offset is None or floor is None:
+        return None
+    return offset if floor <= offset < floor + _SEGMENT_OFFSET_SPAN else None

@@ -40,12 +40,14 @@ from kdump.formats.records import Record
 from kdump.scan.batch_checks import (
     WRAPPER_OFFSET_CODES,
     check_offsets,
+    checked_offset,
     codec_unavailable,
     decode_batch_records,
 )
 from kdump.scan.events import Event, ScanMode, ScanSummary, StopReason
 from kdump.scan.pages import (
     EVICT_EVERY,
+    READ_WINDOW,
     READY_AHEAD,
     READY_FIRST,
     Buffer,
@@ -55,20 +57,7 @@ from kdump.scan.pages import (
 )
 from kdump.scan.resync import find_next_entry, min_length
 from kdump.scan.runs import check_run_records
-
-# A segment holds at most this many offsets past its base: the index stores them as an int32.
-_SEGMENT_OFFSET_SPAN = 1 << 31
-
-
-def checked_offset(offset: int | None, last_valid: int | None, base_offset: int | None) -> int | None:
-    """The offset a batch header that failed its check (or could not be checked) names, when it can be
-    told apart from garbage: at or past the next offset (the last valid batch's, else the segment's
-    base), within the span a segment can hold. None otherwise: an offset read from random bytes
-    (9075011579598524882) is never reported as where the damage is."""
-    floor = last_valid + 1 if last_valid is not None else base_offset
-    if offset is None or floor is None:
-        return None
-    return offset if floor <= offset < floor + _SEGMENT_OFFSET_SPAN else None
+from kdump.scan.source import mapped_fd
 
 
 @overload
@@ -157,8 +146,10 @@ def scan_log(
     evict = page_evicter(buf)
     next_evict = start + EVICT_EVERY
     # A mapped file's pages are handed back by the compiled walk itself, those before each window
-    # while it walks the window (on its helper thread where it has one): not on this thread.
-    release = evict if isinstance(evict, MapEvicter) else None
+    # while it walks the window (on its helper thread where it has one): not on this thread. The
+    # walk reads a mapped local file through its descriptor (`mapped_fd`), not its pages.
+    release, fd = (evict, mapped_fd(buf)) if isinstance(evict, MapEvicter) else (None, -1)
+    window = READ_WINDOW if fd >= 0 else EVICT_EVERY
 
     def tally(f: Finding) -> Finding:
         counts[f.severity] += 1
@@ -185,7 +176,7 @@ def scan_log(
             walk_prev = prev_last if prev_last is not None else first_prev
             assert walk_prev is not None
             walked = walk(
-                buf, pos, end, limit, pos + EVICT_EVERY, walk_prev, prev_epoch, base_offset, release_from
+                buf, pos, end, limit, pos + window, walk_prev, prev_epoch, base_offset, release_from, fd
             )
             first_prev = None
             if walked is not None:

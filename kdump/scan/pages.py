@@ -14,6 +14,9 @@ _NONZERO = re.compile(rb"[^\x00]")
 
 
 EVICT_EVERY = 4 << 20
+# The window of one call of the compiled walk over a file it reads through its descriptor (no pages
+# mapped to hand back): fewer calls, and fewer helper threads started and joined.
+READ_WINDOW = 16 << 20
 # How far ahead of the compiled walk a buffer still being filled is asked to be ready: from 64 KiB,
 # doubling with each run, to 8 MiB.
 READY_FIRST = 64 << 10

@@ -183,6 +183,14 @@ def file_change(buf: object) -> FileChange | None:
     return watch.change() if watch is not None else None
 
 
+def mapped_fd(buf: object) -> int:
+    """The descriptor of the file `buf` maps from its first byte (a view `open_buffer` yielded of a
+    mapped file, still open), else -1. The compiled walk reads the file through it rather than
+    through the mapping (`walk_v2`'s `fd`): the same bytes, without the mapping's page faults."""
+    watch = _WATCHED.get(id(buf))
+    return watch.fd if watch is not None and watch.slot >= 0 else -1
+
+
 class _HeldView:
     """The context `open_buffer` gives for a held file (`kdump.scan.held`): its bytes, at most
     `max_bytes` of them, as a read-only view released at the end. A plain object, not a generator's

@@ -230,7 +230,7 @@ def fuzz_compiled_batch_lines(data: bytes) -> None:
 
 def fuzz_compiled_walk(data: bytes) -> None:
     """scan_log with the compiled walk gives the reference's events, in every mode; and `walk_v2`
-    with a helper thread mapping pages ahead (every window helped: threshold 0; 2 to 4 threads,
+    with a helper thread walking half of each window (every window helped: threshold 0; 2 to 4 threads,
     the input's first byte picks) gives what it gives on one thread, from every entry it frames."""
     for fixed in (data, _fix_crcs(data)):
         for deep in (False, True):
@@ -268,7 +268,8 @@ def fuzz_compiled_walk(data: bytes) -> None:
 def _walk_releasing(walk: Any, data: bytes, threads: int, skew: int) -> None:
     """`walk_v2` on a read-only mapping of the input (at an odd start when `skew`), handing back the
     pages before each entry it starts from (`release_from`, from the first byte, the middle, the
-    entry): the result is the one of the bytes, and the mapping still reads as the input."""
+    entry), and (unskewed) reading the file through its descriptor: the result is the one of the
+    bytes, and the mapping still reads as the input."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "segment.log"
         path.write_bytes(b"\xff" * skew + data)
@@ -287,6 +288,9 @@ def _walk_releasing(walk: Any, data: bytes, threads: int, skew: int) -> None:
                 expected = walk.walk_v2(data, *args)
                 for release_from in (0, pos // 2, pos):
                     assert walk.walk_v2(view, *args, release_from) == expected, (pos, release_from)
+                if not skew:
+                    # Read through the descriptor (`fd`), in CHUNK-sized reads, split with a helper.
+                    assert walk.walk_v2(view, *args, -1, f.fileno()) == expected, pos
             assert bytes(view) == data
 
 

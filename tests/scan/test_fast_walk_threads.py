@@ -1,7 +1,7 @@
 """The compiled walk with a helper thread equals the walk on one thread.
 
 With `threads` > 1 and a window of at least `thread_bytes`, `walk_v2` starts a helper (created and
-joined inside the call) that maps the window's pages ahead of the walk, where the machine has a core
+joined inside the call) that walks the second half of the window, where the machine has a core
 for it (each window timed both ways; `thread_bytes` 0 gives every window a helper). Its result must be
 exactly the one-thread walk's: the same count, end, state, columns and sums, wherever damaged batches
 are. Here on runs of random batches with checksums broken at random places (and now and then the
@@ -11,7 +11,10 @@ the timed choice), and the scanner's events against the pure-Python reference wi
 
 from __future__ import annotations
 
+import mmap
+import os
 import random
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +27,7 @@ from kdump.formats import fast_records, fast_walk
 from kdump.formats.constants import Codec
 from kdump.scan import ScanMode, scan_log
 from kdump.scan.pages import EVICT_EVERY, MapEvicter, page_evicter
-from kdump.scan.source import open_buffer
+from kdump.scan.source import mapped_fd, open_buffer
 
 WALK = fast_walk.compiled
 pytestmark = pytest.mark.skipif(WALK is None, reason="the compiled batch walk is not built here")
@@ -99,6 +102,103 @@ def test_threaded_walk_equals_the_one_thread_walk(
     assert WALK.walk_v2(*args, threads, 0) == one, (threads, one[:2])
     # And above the threshold (no helper), the one-thread walk again.
     assert WALK.walk_v2(*args, threads, len(data) + 1) == one
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**16),
+    n=st.integers(1, 120),
+    picks=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.booleans()), max_size=3),
+    threads=st.integers(1, 4),
+    cut=st.floats(0, 1.2),
+    soft=st.floats(0, 1.2),
+)
+def test_a_walk_reading_the_file_equals_the_walk_of_its_bytes(
+    seed: int, n: int, picks: list[tuple[int, int, bool]], threads: int, cut: float, soft: float
+) -> None:
+    """With the descriptor of the mapped file (`fd`) the walk reads it in chunks of its own, on a helper
+    too: the result is the walk of the bytes. And a file cut short after it was mapped reads short:
+    the walk ends where the walk of its bytes up to the cut (`limit`) ends, and nothing faults."""
+    assert WALK is not None
+    data, positions, base = _run(seed, n)
+    data = _break(data, positions, picks)
+    size = len(data)
+    soft_stop = int(soft * size)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "00000000000000000000.log"
+        path.write_bytes(data)
+        with (
+            open(path, "r+b") as f,
+            mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm,
+            memoryview(mm) as view,
+        ):
+            args = (0, size, size, soft_stop, base - 1, -1, base, 8192)
+            expected = WALK.walk_v2(data, *args)
+            assert WALK.walk_v2(view, *args, threads, 0, -1, f.fileno()) == expected
+            assert WALK.walk_v2(view, *args, threads, 1 << 40, -1, f.fileno()) == expected
+            at = min(size, int(cut * size))
+            f.truncate(at)
+            short = WALK.walk_v2(data, 0, size, at, soft_stop, base - 1, -1, base, 8192)
+            assert WALK.walk_v2(view, *args, threads, 0, -1, f.fileno()) == short
+
+
+def test_a_descriptor_is_taken_only_with_the_whole_mapping(tmp_path: Path) -> None:
+    """`fd` names the file the buffer maps from its first byte: with bytes, or a slice of the
+    mapping, the walk refuses it (it would read other bytes than the buffer's)."""
+    assert WALK is not None
+    data, _positions, base = _run(3, 10)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    args = (0, len(data), len(data), len(data), base - 1, -1, base, 8192, 2, 0, -1)
+    with (
+        open(path, "rb") as f,
+        mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm,
+        memoryview(mm) as view,
+    ):
+        assert WALK.walk_v2(view, *args, f.fileno())[0] == 10
+        with view[1:] as part, pytest.raises(ValueError, match="fd"):
+            WALK.walk_v2(part, *args, f.fileno())
+        with pytest.raises(ValueError, match="fd"):
+            WALK.walk_v2(data, *args, f.fileno())
+
+
+def test_the_scanner_reads_a_mapped_file_through_its_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A segment `open_buffer` maps is walked through its descriptor (`mapped_fd`, the file it
+    opened); a slice of the mapping, bytes, or a small file read into memory are walked as buffers."""
+    assert WALK is not None
+    rng = random.Random(5)
+    seg = SegmentBuilder(base_offset=0)
+    while len(seg.data) < (1 << 20):
+        seg.add_v2(records(4, value_size=rng.randint(1000, 9000)), codec=Codec.NONE)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(seg.data)
+    given: list[int] = []
+
+    class Spy:
+        def __getattr__(self, name: str) -> object:
+            return getattr(WALK, name)
+
+        def walk_v2(self, *args: object, **kw: object) -> object:
+            given.append(kw["fd"])  # type: ignore[arg-type]
+            return WALK.walk_v2(*args, **kw)
+
+    monkeypatch.setattr(fast_walk, "compiled", Spy())
+    with open_buffer(path) as buf:
+        fd = mapped_fd(buf)
+        assert fd >= 0
+        assert os.fstat(fd).st_ino == path.stat().st_ino
+        with buf[1:] as part:
+            assert mapped_fd(part) == -1
+        list(scan_log(buf, file="f", base_offset=0))
+    assert given
+    assert set(given) == {fd}
+    assert mapped_fd(seg.data) == -1
+    small = tmp_path / "small.log"
+    small.write_bytes(seg.data[:4096])
+    with open_buffer(small, read_small=True) as buf:
+        assert mapped_fd(buf) == -1
 
 
 class _Reference:
