@@ -564,8 +564,10 @@ static int walk_batches(reader *rd, const walk_bounds *b, walk_run *r, Py_ssize_
 
 /* Whether a batch starting at pos would pass every check of the walk after a batch whose last offset
  * is at most prev_last (so any base offset above it) at leader epoch prev_epoch: a guess at a batch
- * boundary (see SPLIT_HOPS). */
-static int passes_at(reader *rd, const walk_bounds *b, Py_ssize_t pos, long long prev_last, long long prev_epoch) {
+ * boundary (see SPLIT_HOPS); its length is taken from *budget first, and it is not checked once that is
+ * spent. */
+static int passes_at(reader *rd, const walk_bounds *b, Py_ssize_t pos, long long prev_last, long long prev_epoch,
+                     Py_ssize_t *budget) {
     const uint8_t *e;
     Py_ssize_t size = framed_size(rd, b, pos, &e);
     if (size == 0) return 0;
@@ -577,7 +579,8 @@ static int passes_at(reader *rd, const walk_bounds *b, Py_ssize_t pos, long long
         return 0;
     if (count < 0 || (int64_t)count > (int64_t)delta + 1 || epoch < prev_epoch || (be16(e + 21) & 0x07) > 4)
         return 0;
-    return checksum_holds(rd, b, pos, size, e);
+    *budget -= size;
+    return *budget >= 0 && checksum_holds(rd, b, pos, size, e);
 }
 
 /* Where the helper starts: a batch boundary at or after mid (before stop), or -1. */
@@ -594,14 +597,20 @@ static Py_ssize_t find_split(split_job *job, reader *rd) {
         p += size;
     }
     if (p >= job->mid) return p < job->stop ? p : -1;
-    /* Nothing at or past limit is read: a batch's header must end before it. */
+    /* Nothing at or past limit is read: a batch's header must end before it. Guesses whose checksum
+     * is computed cost their length: past a budget of half the window (bytes made to look like
+     * headers everywhere), the helper gives up and the calling thread walks alone. */
     Py_ssize_t last_start = b->limit - V2_HEADER_SIZE < job->stop - 1 ? b->limit - V2_HEADER_SIZE : job->stop - 1;
+    Py_ssize_t budget = job->stop - job->mid;
     for (Py_ssize_t q = job->mid; q <= last_start; q++) {
         if ((q & (SPLIT_SCAN_STEP - 1)) == 0 && __atomic_load_n(&job->over, __ATOMIC_RELAXED)) return -1;
         Py_ssize_t avail;
         const uint8_t *e = bytes_at(rd, b, q, V2_HEADER_SIZE, &avail);
         if (e == NULL) return -1;
-        if (e[16] == 2 && passes_at(rd, b, q, job->prev_last, job->prev_epoch)) return q;
+        if (e[16] != 2) continue;
+        if (__atomic_load_n(&job->over, __ATOMIC_RELAXED)) return -1;
+        if (passes_at(rd, b, q, job->prev_last, job->prev_epoch, &budget)) return q;
+        if (budget < 0) return -1;
     }
     return -1;
 }

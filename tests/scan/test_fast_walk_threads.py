@@ -15,6 +15,7 @@ import mmap
 import os
 import random
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -140,6 +141,31 @@ def test_a_walk_reading_the_file_equals_the_walk_of_its_bytes(
             f.truncate(at)
             short = WALK.walk_v2(data, 0, size, at, soft_stop, base - 1, -1, base, 8192)
             assert WALK.walk_v2(view, *args, threads, 0, -1, f.fileno()) == short
+
+
+def test_bytes_made_to_look_like_batches_everywhere_cost_the_helper_a_bounded_search() -> None:
+    """The helper looks for a batch boundary from the middle of the window, computing the checksum of
+    each position that frames as a batch. A window filled with fake headers (every 64 bytes, each
+    claiming 2 MiB, checksum wrong) would cost it a checksum of 2 MiB every 64 bytes; its search
+    ends once the calling thread is done, and has a budget of half the window: the walk ends at
+    once, with the one-thread result."""
+    assert WALK is not None
+    seg = SegmentBuilder(base_offset=0)
+    for _ in range(40):  # more than the helper follows from the start before it searches
+        seg.add_v2(records(2, value_size=100), codec=Codec.NONE)
+    fake = bytearray(64)
+    fake[0:8] = (1000).to_bytes(8, "big")  # a base offset above any before it
+    fake[8:12] = (2 << 20).to_bytes(4, "big")  # 2 MiB long
+    fake[16] = 2  # magic
+    fake[17:21] = b"\xde\xad\xbe\xef"  # a checksum that does not match
+    data = seg.data + bytes(fake) * ((8 << 20) // 64)
+    args = (data, 0, len(data), len(data), len(data), -1, -1, 0, 8192)
+    one = WALK.walk_v2(*args)
+    assert one[0] == 40
+    started = time.process_time()
+    assert WALK.walk_v2(*args, 2, 0) == one
+    # Unbounded: gigabytes of checksums (2.6 s here). Bounded: a few MiB.
+    assert time.process_time() - started < 2.0
 
 
 def test_a_descriptor_is_taken_only_with_the_whole_mapping(tmp_path: Path) -> None:
