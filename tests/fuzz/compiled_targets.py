@@ -50,6 +50,7 @@ from fuzz_targets import (  # type: ignore[import-not-found]
     join_fields,
     split_fields,
 )
+from reference_path import reference_path  # type: ignore[import-not-found]
 
 from kdump.errors import CodecError, DecodeError
 from kdump.findings import Finding
@@ -75,12 +76,8 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 def _reference(fn: Any) -> Any:
     """`fn()` with both compiled modules switched off (the reference path)."""
-    saved = fast_records.compiled, fast_walk.compiled
-    fast_records.compiled = fast_walk.compiled = None
-    try:
+    with reference_path():
         return fn()
-    finally:
-        fast_records.compiled, fast_walk.compiled = saved
 
 
 def _rendered(events: list[object], fmt: str, encoding: str) -> bytes:

@@ -23,8 +23,9 @@ import pytest
 from builders import SegmentBuilder, records
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference_path import reference_path
 
-from kdump.formats import fast_records, fast_walk
+from kdump.formats import fast_walk
 from kdump.formats.batch import BatchHeader, encode_v2_batch
 from kdump.formats.constants import Codec
 from kdump.formats.records import NewRecord, Record, encode_v2_record
@@ -48,18 +49,6 @@ MODES = [
 ]
 
 
-class _Reference:
-    """Within the block, the scanner runs the pure-Python reference (no walk, no compiled records)."""
-
-    def __enter__(self) -> None:
-        self.saved = (fast_walk.compiled, fast_records.compiled)
-        fast_walk.compiled = None
-        fast_records.compiled = None
-
-    def __exit__(self, *exc: object) -> None:
-        fast_walk.compiled, fast_records.compiled = self.saved
-
-
 def _expanded(events: Iterator[object]) -> list[str]:
     out: list[str] = []
     for ev in events:
@@ -78,7 +67,7 @@ def assert_same(data: bytes | memoryview, **kw: object) -> int:
     """Scan `data` both ways (plain and batch-runs); the streams must be identical. Returns how many
     events were compared."""
     buf = memoryview(data)
-    with _Reference():
+    with reference_path():
         ref = [repr(e) for e in scan_log(buf, **kw)]  # type: ignore[call-overload]
     got = [repr(e) for e in scan_log(buf, **kw)]  # type: ignore[call-overload]
     assert got == ref, _first_difference(got, ref)
@@ -91,7 +80,7 @@ def assert_same(data: bytes | memoryview, **kw: object) -> int:
 
 
 def _types(buf: memoryview, kw: dict[str, object]) -> list[type]:
-    with _Reference():
+    with reference_path():
         return [type(e) for e in scan_log(buf, **kw)]  # type: ignore[call-overload]
 
 
@@ -103,7 +92,7 @@ def _first_difference(got: list[str], ref: list[str]) -> str:
 
 
 def _positions(data: bytes) -> list[int]:
-    with _Reference():
+    with reference_path():
         return [e.position for e in scan_log(data, resync=False) if isinstance(e, BatchHeader)]
 
 

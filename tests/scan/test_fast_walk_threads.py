@@ -23,8 +23,9 @@ import pytest
 from builders import SegmentBuilder, records
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference_path import reference_path
 
-from kdump.formats import fast_records, fast_walk
+from kdump.formats import fast_walk
 from kdump.formats.constants import Codec
 from kdump.scan import ScanMode, scan_log
 from kdump.scan.pages import EVICT_EVERY, MapEvicter, page_evicter
@@ -227,16 +228,6 @@ def test_the_scanner_reads_a_mapped_file_through_its_descriptor(
         assert mapped_fd(buf) == -1
 
 
-class _Reference:
-    def __enter__(self) -> None:
-        self.saved = (fast_walk.compiled, fast_records.compiled)
-        fast_walk.compiled = None
-        fast_records.compiled = None
-
-    def __exit__(self, *exc: object) -> None:
-        fast_walk.compiled, fast_records.compiled = self.saved
-
-
 @pytest.fixture
 def threaded() -> Iterator[None]:
     saved = (fast_walk.threads(), fast_walk.thread_bytes())
@@ -261,7 +252,7 @@ def test_scans_with_threads_give_the_reference_events(
     data, positions, base = _run(seed, n)
     data = _break(data, positions, picks)
     for kw in ({}, {"mode": ScanMode.RECOVERY}, {"batch_runs": True}):
-        with _Reference():
+        with reference_path():
             ref = [repr(e) for e in scan_log(data, file="f", base_offset=base, **kw)]  # type: ignore[call-overload]
         got = []
         for e in scan_log(data, file="f", base_offset=base, **kw):  # type: ignore[call-overload]
@@ -341,7 +332,7 @@ def test_a_mapped_scan_hands_back_what_it_passed_with_the_reference_events(
     fast_walk.set_threads(2 if helper else 1, 0)
     try:
         for kw in ({}, {"batch_runs": True}):
-            with _Reference():
+            with reference_path():
                 ref = [repr(e) for e in scan_log(data, file="f", base_offset=0, **kw)]  # type: ignore[call-overload]
             with open_buffer(path) as buf:
                 assert isinstance(page_evicter(buf), MapEvicter)

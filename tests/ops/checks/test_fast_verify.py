@@ -17,6 +17,7 @@ import pytest
 from builders import SegmentBuilder, records
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference_path import reference_path
 
 from kdump.formats import fast_records, fast_walk
 from kdump.formats.batch import decode_v2_header, encode_v2_batch
@@ -38,12 +39,8 @@ def _result(seg: object, **kw: bool) -> str:
 
 def _both(seg: object, deep: bool) -> tuple[str, str]:
     got = _result(seg, deep=deep)
-    saved = fast_walk.compiled, fast_records.compiled
-    fast_walk.compiled = fast_records.compiled = None
-    try:
+    with reference_path():
         ref = _result(seg, deep=deep)
-    finally:
-        fast_walk.compiled, fast_records.compiled = saved
     return got, ref
 
 

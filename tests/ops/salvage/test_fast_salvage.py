@@ -10,13 +10,15 @@ control batches and LogAppendTime batches.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 
 import pytest
 from builders import SegmentBuilder, records
+from reference_path import reference_path
 
-from kdump.formats import fast_records, fast_walk
+from kdump.formats import fast_records
 from kdump.formats.constants import Codec
 from kdump.formats.records import NewRecord
 from kdump.model.partition import PartitionDir
@@ -31,18 +33,13 @@ pytestmark = pytest.mark.skipif(
 
 
 def _outputs(part: Path, out: Path, compiled: bool) -> tuple[bytes, object]:
-    saved = fast_walk.compiled, fast_records.compiled
-    if not compiled:
-        fast_walk.compiled = fast_records.compiled = None
-    try:
+    with contextlib.nullcontext() if compiled else reference_path():
         salvage(
             PartitionDir.load(part),
             out,
             record_line=record_lines(),
             batch_lines=batch_lines() if compiled else None,
         )
-    finally:
-        fast_walk.compiled, fast_records.compiled = saved
     jsonl = (out / "records.jsonl").read_bytes()
     table = pq.read_table(out / "records.parquet")
     return jsonl, table
