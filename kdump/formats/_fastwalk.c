@@ -315,6 +315,19 @@ static long long now_ns(void) {
 #define SPLIT_HOPS 32
 #define SPLIT_SCAN_STEP 4096 /* the search for a boundary looks for the walk's end this often */
 
+/* Small batches through the mapping are another matter: the walk waits on memory for each header
+ * and two threads split it no faster (a 1 GiB segment of 2 KB batches, whole process: 1.07-1.12x the
+ * time). There the helper maps the window's pages ahead of the walk instead (MADV_POPULATE_READ, a
+ * step at a time, from where its hops stopped), so that the walk finds them mapped rather than
+ * taking a page fault every 64 KiB: the kernel's half of reading a mapped file, on the other core.
+ * It stops once the walk is over. */
+#if defined(__linux__) && !defined(MADV_POPULATE_READ)
+#define MADV_POPULATE_READ 22 /* Linux 5.14; built against older headers, an older kernel says EINVAL */
+#endif
+#define POPULATE_STEP (256 << 10)
+#define MEET_NONE (-1)
+#define MEET_POPULATE (-3) /* small batches through the mapping: the helper maps pages ahead */
+
 /* The fields of the walk's bytes and bounds, the same for both threads. */
 typedef struct {
     const uint8_t *buf;
@@ -338,6 +351,7 @@ typedef struct {
     Py_ssize_t max_batches;
     uint8_t *release_lo, *release_hi; /* the pages to hand back first (see release_pages) */
     Py_ssize_t meet;                  /* atomic: -2 not known yet, -1 none, else where the helper starts */
+    Py_ssize_t hopped;                /* how far the helper's hops went (MEET_POPULATE: it maps from there) */
     int over;                         /* atomic: the calling thread no longer wants the helper's batches */
     walk_run run;                     /* the helper's batches */
 } split_job;
@@ -583,7 +597,8 @@ static int passes_at(reader *rd, const walk_bounds *b, Py_ssize_t pos, long long
     return *budget >= 0 && checksum_holds(rd, b, pos, size, e);
 }
 
-/* Where the helper starts: a batch boundary at or after mid (before stop), or -1. */
+/* Where the helper starts: a batch boundary at or after mid (before stop), or MEET_NONE; or, for
+ * small batches read through the mapping, MEET_POPULATE. */
 static Py_ssize_t find_split(split_job *job, reader *rd) {
     const walk_bounds *b = job->b;
     Py_ssize_t p = job->from;
@@ -596,7 +611,11 @@ static Py_ssize_t find_split(split_job *job, reader *rd) {
         if (size == 0) return -1; /* the calling thread stops before the middle */
         p += size;
     }
-    if (p >= job->mid) return p < job->stop ? p : -1;
+    if (p >= job->mid) return p < job->stop ? p : MEET_NONE;
+    if (b->fd < 0) {
+        job->hopped = p;
+        return MEET_POPULATE;
+    }
     /* Nothing at or past limit is read: a batch's header must end before it. Guesses whose checksum
      * is computed cost their length: past a budget of half the window (bytes made to look like
      * headers everywhere), the helper gives up and the calling thread walks alone. */
@@ -615,12 +634,33 @@ static Py_ssize_t find_split(split_job *job, reader *rd) {
     return -1;
 }
 
+/* The window's pages from `from` on, mapped ahead of the walk until it is over. An error (a file cut
+ * short under the scan; a kernel without it) changes nothing: no signal is raised, and the walk reads
+ * what it reads either way. */
+static void populate(const uint8_t *from, const uint8_t *to, const int *over) {
+#ifdef MADV_POPULATE_READ
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uint8_t *p = (const uint8_t *)(((uintptr_t)from + page - 1) & ~(page - 1));
+    to = (const uint8_t *)((uintptr_t)to & ~(page - 1));
+    while (p < to && !__atomic_load_n(over, __ATOMIC_RELAXED)) {
+        size_t n = (size_t)(to - p) < POPULATE_STEP ? (size_t)(to - p) : POPULATE_STEP;
+        if (madvise((void *)p, n, MADV_POPULATE_READ) != 0) break;
+        p += n;
+    }
+#else
+    (void)from;
+    (void)to;
+    (void)over;
+#endif
+}
+
 static void *split_thread(void *arg) {
     split_job *job = arg;
     release_pages(job->release_lo, job->release_hi);
     reader rd;
-    Py_ssize_t at = reader_open(&rd, job->b->fd) ? find_split(job, &rd) : -1;
-    __atomic_store_n(&job->meet, at, __ATOMIC_RELEASE);
+    Py_ssize_t at = reader_open(&rd, job->b->fd) ? find_split(job, &rd) : MEET_NONE;
+    __atomic_store_n(&job->meet, at < 0 ? MEET_NONE : at, __ATOMIC_RELEASE);
+    if (at == MEET_POPULATE) populate(job->b->buf + job->hopped, job->b->buf + job->stop, &job->over);
     if (at >= 0) {
         job->run.pos = at;
         job->run.prev_last = job->prev_last; /* unused for its first batch (not linked) */

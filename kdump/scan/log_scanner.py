@@ -47,6 +47,7 @@ from kdump.scan.batch_checks import (
 from kdump.scan.events import Event, ScanMode, ScanSummary, StopReason
 from kdump.scan.pages import (
     EVICT_EVERY,
+    LARGE_BATCH,
     READ_WINDOW,
     READY_AHEAD,
     READY_FIRST,
@@ -147,9 +148,10 @@ def scan_log(
     next_evict = start + EVICT_EVERY
     # A mapped file's pages are handed back by the compiled walk itself, those before each window
     # while it walks the window (on its helper thread where it has one): not on this thread. The
-    # walk reads a mapped local file through its descriptor (`mapped_fd`), not its pages.
-    release, fd = (evict, mapped_fd(buf)) if isinstance(evict, MapEvicter) else (None, -1)
-    window = READ_WINDOW if fd >= 0 else EVICT_EVERY
+    # walk reads a mapped local file's large batches through its descriptor (`mapped_fd`), not its
+    # pages, in larger windows; its small ones through the mapping (decided run by run).
+    release, mapped = (evict, mapped_fd(buf)) if isinstance(evict, MapEvicter) else (None, -1)
+    fd, window = mapped, (READ_WINDOW if mapped >= 0 else EVICT_EVERY)
 
     def tally(f: Finding) -> Finding:
         counts[f.severity] += 1
@@ -183,6 +185,12 @@ def scan_log(
                 if release is not None and release_from >= 0:
                     release.passed(pos)
                 run, (prev_last, prev_epoch) = walked
+                if mapped >= 0:
+                    fd, window = (
+                        (mapped, READ_WINDOW)
+                        if run.end - run.start >= LARGE_BATCH * run.n
+                        else (-1, EVICT_EVERY)
+                    )
                 batch_count += run.n
                 if valid_end is None:
                     valid_batch_count += run.n

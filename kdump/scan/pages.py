@@ -17,6 +17,11 @@ EVICT_EVERY = 4 << 20
 # The window of one call of the compiled walk over a file it reads through its descriptor (no pages
 # mapped to hand back): fewer calls, and fewer helper threads started and joined.
 READ_WINDOW = 16 << 20
+# The walk reads batches of at least this size on average (its last run's) through the file's
+# descriptor, two threads each checksumming half a window; smaller ones through the mapping, its
+# helper mapping pages ahead: with 2 KB batches the walk waits on memory header by header, and
+# splitting it made a 1 GiB segment slower (measured: tests/bench/README.md).
+LARGE_BATCH = 64 << 10
 # How far ahead of the compiled walk a buffer still being filled is asked to be ready: from 64 KiB,
 # doubling with each run, to 8 MiB.
 READY_FIRST = 64 << 10

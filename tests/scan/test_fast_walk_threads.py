@@ -28,7 +28,7 @@ from reference_path import reference_path
 from kdump.formats import fast_walk
 from kdump.formats.constants import Codec
 from kdump.scan import ScanMode, scan_log
-from kdump.scan.pages import EVICT_EVERY, MapEvicter, page_evicter
+from kdump.scan.pages import EVICT_EVERY, READ_WINDOW, MapEvicter, page_evicter
 from kdump.scan.source import mapped_fd, open_buffer
 
 WALK = fast_walk.compiled
@@ -189,18 +189,21 @@ def test_a_descriptor_is_taken_only_with_the_whole_mapping(tmp_path: Path) -> No
             WALK.walk_v2(data, *args, f.fileno())
 
 
-def test_the_scanner_reads_a_mapped_file_through_its_descriptor(
+def test_the_scanner_reads_large_batches_through_the_descriptor_and_small_ones_through_the_mapping(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A segment `open_buffer` maps is walked through its descriptor (`mapped_fd`, the file it
-    opened); a slice of the mapping, bytes, or a small file read into memory are walked as buffers."""
+    """A segment `open_buffer` maps is walked through its descriptor (`mapped_fd`, the file it opened)
+    while its batches are large (`LARGE_BATCH` on average in the last run); from a run of small
+    ones on, through the mapping. A slice of the mapping, bytes, or a small file read into memory
+    have no descriptor."""
     assert WALK is not None
     rng = random.Random(5)
-    seg = SegmentBuilder(base_offset=0)
-    while len(seg.data) < (1 << 20):
-        seg.add_v2(records(4, value_size=rng.randint(1000, 9000)), codec=Codec.NONE)
-    path = tmp_path / "00000000000000000000.log"
-    path.write_bytes(seg.data)
+    large = SegmentBuilder(base_offset=0)
+    while len(large.data) < (2 * READ_WINDOW):
+        large.add_v2(records(4, value_size=rng.randint(20_000, 60_000)), codec=Codec.NONE)
+    small = SegmentBuilder(base_offset=0)
+    while len(small.data) < READ_WINDOW + 3 * EVICT_EVERY:
+        small.add_v2(records(2, value_size=rng.randint(4000, 20000)), codec=Codec.NONE)
     given: list[int] = []
 
     class Spy:
@@ -212,19 +215,26 @@ def test_the_scanner_reads_a_mapped_file_through_its_descriptor(
             return WALK.walk_v2(*args, **kw)
 
     monkeypatch.setattr(fast_walk, "compiled", Spy())
-    with open_buffer(path) as buf:
-        fd = mapped_fd(buf)
-        assert fd >= 0
-        assert os.fstat(fd).st_ino == path.stat().st_ino
-        with buf[1:] as part:
-            assert mapped_fd(part) == -1
-        list(scan_log(buf, file="f", base_offset=0))
-    assert given
-    assert set(given) == {fd}
-    assert mapped_fd(seg.data) == -1
-    small = tmp_path / "small.log"
-    small.write_bytes(seg.data[:4096])
-    with open_buffer(small, read_small=True) as buf:
+    for seg, name in ((large, "large"), (small, "small")):
+        path = tmp_path / name / "00000000000000000000.log"
+        path.parent.mkdir()
+        path.write_bytes(seg.data)
+        given.clear()
+        with open_buffer(path) as buf:
+            fd = mapped_fd(buf)
+            assert fd >= 0
+            assert os.fstat(fd).st_ino == path.stat().st_ino
+            with buf[1:] as part:
+                assert mapped_fd(part) == -1
+            with reference_path():
+                ref = [repr(e) for e in scan_log(seg.data, file="f", base_offset=0)]
+            assert [repr(e) for e in scan_log(buf, file="f", base_offset=0)] == ref
+        assert len(given) > 1
+        assert given == ([fd] * len(given) if name == "large" else [fd] + [-1] * (len(given) - 1))
+    assert mapped_fd(small.data) == -1
+    tiny = tmp_path / "tiny.log"
+    tiny.write_bytes(small.data[:4096])
+    with open_buffer(tiny, read_small=True) as buf:
         assert mapped_fd(buf) == -1
 
 
