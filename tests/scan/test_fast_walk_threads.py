@@ -67,12 +67,19 @@ def _break(data: bytes, positions: list[int], picks: list[tuple[int, int, bool]]
     return bytes(out)
 
 
+def _picks(most: int) -> st.SearchStrategy[list[tuple[int, int, bool]]]:
+    """Up to `most` breaks for `_break`."""
+    return st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.booleans()), max_size=most)
+
+
+# A run of `_run` (its seed and length) walked on 1 to 4 threads.
+_RUNS = {"seed": st.integers(0, 2**16), "n": st.integers(1, 120), "threads": st.integers(1, 4)}
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    seed=st.integers(0, 2**16),
-    n=st.integers(1, 120),
-    picks=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.booleans()), max_size=4),
-    threads=st.integers(1, 4),
+    **_RUNS,
+    picks=_picks(4),
     start=st.integers(0, 10**6),
     cuts=st.tuples(st.floats(0, 1.2), st.floats(0, 1.2), st.integers(0, 200)),
 )
@@ -108,10 +115,8 @@ def test_threaded_walk_equals_the_one_thread_walk(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    seed=st.integers(0, 2**16),
-    n=st.integers(1, 120),
-    picks=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.booleans()), max_size=3),
-    threads=st.integers(1, 4),
+    **_RUNS,
+    picks=_picks(3),
     cut=st.floats(0, 1.2),
     soft=st.floats(0, 1.2),
 )
@@ -254,7 +259,7 @@ def threaded() -> Iterator[None]:
 @given(
     seed=st.integers(0, 2**16),
     n=st.integers(1, 60),
-    picks=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.booleans()), max_size=3),
+    picks=_picks(3),
 )
 def test_scans_with_threads_give_the_reference_events(
     threaded: None, seed: int, n: int, picks: list[tuple[int, int, bool]]
