@@ -386,7 +386,7 @@ typedef struct {
     int pooled;         /* which of `chunk_pool` it is, or -1: allocated for this reader */
 } reader;
 
-/* Chunks kept from call to call (a fresh 256 KiB buffer per 4 MiB window is 64 page faults of new
+/* Chunks kept from call to call (a fresh 256 KiB buffer per window is 64 page faults of new
  * memory): one for the calling thread, one for its helper; a call that finds them taken (walks on
  * other threads at once) allocates its own. */
 static uint8_t *chunk_pool[2];
