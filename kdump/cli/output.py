@@ -78,16 +78,22 @@ def diag(message: str) -> None:
     click.echo(f"kdump: {message}", err=True)
 
 
-def progress_bar(stack: ExitStack, targets: list[Target], fmt: str, label: str) -> ProgressBar | None:
-    """A progress bar on stderr over the targets' log bytes, when stderr is a terminal (never
-    otherwise); it shows once the run has lasted half a second. It is left finished on a line of
-    its own when the `with` block ends normally, and erased when it ends with an error."""
+def progress_bar(
+    stack: ExitStack, targets: list[Target], fmt: str, label: str, partitions: int | None = None
+) -> ProgressBar | None:
+    """A progress bar on stderr over the targets' log bytes (over `partitions` partitions, one step
+    each, when given), when stderr is a terminal (never otherwise); it shows once the run has lasted
+    half a second. It is left finished on a line of its own when the `with` block ends normally, and
+    erased when it ends with an error."""
     del fmt  # the bar goes to stderr: whatever the format of stdout, it is never mixed into it
     if not sys.stderr.isatty():
         return None
     from kdump.render.progress import ProgressBar
 
-    bar = ProgressBar(label, sum(t.log_bytes for t in targets), sys.stderr)
+    if partitions is not None:
+        bar = ProgressBar(label, partitions, sys.stderr, partitions=True)
+    else:
+        bar = ProgressBar(label, sum(t.log_bytes for t in targets), sys.stderr)
     _bars.append(bar)
 
     def done(exc_type: Any, _exc: Any, _tb: Any) -> None:

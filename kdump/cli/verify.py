@@ -25,7 +25,7 @@ from kdump.cli.output import (
 from kdump.errors import KdumpError
 from kdump.findings import Severity
 from kdump.model.log_dir import expand
-from kdump.ops.checks.log_dir_stream import verify_streamed
+from kdump.ops.checks.log_dir_stream import streamed_partitions, verify_streamed
 from kdump.ops.checks.verify import PartitionReport, VerifyOptions
 from kdump.ops.tiered.partitions import TieredContext
 from kdump.render.report import Tally
@@ -158,7 +158,7 @@ def verify_command(
         if master is not None or output is not None:
             raise click.UsageError("--master and --output go with --engine spark")
         with ExitStack() as stack:
-            progress = progress_bar(stack, targets, fmt, "verifying")
+            progress = progress_bar(stack, targets, fmt, "verifying", streamed_partitions(targets))
             # Kept: every report where the JUnit file or the table lists them; else only those with
             # findings (the exit code's), the rest counted as they go (`Tally`: 100,000 partitions).
             keep_all = bool(junit) or fmt == "rich"

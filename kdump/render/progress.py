@@ -5,6 +5,11 @@ half a second (KDUMP_PROGRESS_DELAY seconds when set; a quick command shows none
 preceded by `clear()`, which erases it (the next step draws it again on a line of its own);
 `finish()` leaves the finished bar as a line of its own, so nothing printed after it is ever glued
 to it. The caller draws one only when standard error is a terminal.
+
+A bar over a log dir streamed partition by partition counts partitions (`partitions=True`): each
+step is one partition, whatever its bytes. Its total is known from the listing, where a total in
+bytes would cost a listing and a `stat` per partition before the first is checked (0.5 s at 10,000
+partitions, seconds at 100,000).
 """
 
 from __future__ import annotations
@@ -35,11 +40,15 @@ def _size(n: int, unit: int) -> str:
 
 
 class ProgressBar:
-    """`bar(n)` says n more bytes are done (what a progress callback of `ops` is given)."""
+    """`bar(n)` says n more bytes are done (what a progress callback of `ops` is given); with
+    `partitions`, one more partition (of n bytes) is."""
 
-    def __init__(self, label: str, total: int, out: IO[str], *, delay: float | None = None) -> None:
+    def __init__(
+        self, label: str, total: int, out: IO[str], *, delay: float | None = None, partitions: bool = False
+    ) -> None:
         self.label = label
         self.total = max(total, 0)
+        self.partitions = partitions
         self.out = out
         self.done = 0
         self.start = time.monotonic()
@@ -50,7 +59,7 @@ class ProgressBar:
         self.finished = False
 
     def __call__(self, n: int) -> None:
-        self.done += n
+        self.done += 1 if self.partitions else n
         now = time.monotonic()
         if self.finished or now - self.start < self.delay or now - self.last < INTERVAL:
             return
@@ -61,8 +70,11 @@ class ProgressBar:
         """The bar's text for the terminal's width: label, bar, bytes done of total, time."""
         width = shutil.get_terminal_size((100, 24)).columns
         done = self.total if final else min(self.done, self.total)
-        unit, name = (1 << 30, "GiB") if self.total >= 10 << 30 else (1 << 20, "MiB")
-        amount = f"{_size(done, unit)}/{_size(self.total, unit)} {name}"
+        if self.partitions:
+            amount = f"{done:,}/{self.total:,} partitions"
+        else:
+            unit, name = (1 << 30, "GiB") if self.total >= 10 << 30 else (1 << 20, "MiB")
+            amount = f"{_size(done, unit)}/{_size(self.total, unit)} {name}"
         elapsed = now - self.start
         if final:
             when = f"done in {_duration(elapsed)}"

@@ -17,6 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from builders import build_partition
+
+from kdump.ops.checks.log_dir_stream import STREAM_MIN
 
 TMUX = shutil.which("tmux")
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (Debian: apt-get install tmux)")
@@ -66,6 +69,20 @@ def test_a_finished_progress_bar_stands_alone(tmux: Path, corpus_root: Path) -> 
     assert "╺" not in bar  # finished
     # The total's table comes next, on a line of its own (it was glued onto a frozen bar before).
     assert lines[bars[0] + 1].startswith("kdump verify: exit"), lines
+
+
+def test_a_big_log_dirs_bar_counts_partitions(tmux: Path, tmp_path: Path) -> None:
+    """A log dir streamed partition by partition (STREAM_MIN of them or more) gets a bar over its
+    partitions, counted from its listing, not over bytes a `stat` of each would have summed first."""
+    log_dir = tmp_path / "kafka-logs"
+    for i in range(STREAM_MIN):
+        build_partition(log_dir / f"orders-{i}", segments=1, batches_per_segment=1)
+    lines = run_in_pane(tmux, ["verify", str(log_dir)])
+    bars = [line for line in lines if line.startswith("verifying")]
+    assert len(bars) == 1, lines
+    assert re.match(rf"^verifying ━+ {STREAM_MIN}/{STREAM_MIN} partitions done in \d:\d\d:\d\d$", bars[0]), (
+        bars
+    )
 
 
 def test_a_record_dump_streams_as_lines(tmux: Path) -> None:

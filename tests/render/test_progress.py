@@ -44,3 +44,16 @@ def test_the_bar_is_erased_before_other_output_and_finished_on_its_own_line() ->
     bar(1)  # a step after the end draws nothing more
     bar.finish()
     assert out.getvalue() == text
+
+
+def test_a_bar_over_partitions_counts_a_step_a_partition() -> None:
+    """A streamed log dir's bar counts partitions, whatever bytes each step says it checked."""
+    out = io.StringIO()
+    bar = ProgressBar("verifying", 12_000, out, delay=0, partitions=True)
+    bar(5 << 20)
+    bar(0)
+    assert "2/12,000 partitions" in out.getvalue()
+    bar.finish()
+    last = out.getvalue().rsplit("\r\x1b[2K", 1)[1]
+    assert last.startswith("verifying " + "━" * 10)
+    assert "12,000/12,000 partitions done in 0:00:0" in last

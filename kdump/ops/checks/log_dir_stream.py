@@ -60,6 +60,20 @@ CHUNK = 128
 Outcome = PartitionReport | Finding
 
 
+def streamed_partitions(targets: Iterable[Target]) -> int | None:
+    """The partitions `verify_streamed` checks of these targets, when every one is a lazily listed
+    log dir streamed partition by partition (its progress then comes one call per partition); None
+    when some are checked otherwise (their progress comes in bytes, segment by segment)."""
+    total = 0
+    for target in expand(list(targets)):
+        if target.kind == "log-dirs":
+            continue  # its log dirs are in the list; it reports no progress of its own
+        if target.entries is None or len(target.entries.names) < STREAM_MIN:
+            return None
+        total += len(target.entries.names)
+    return total
+
+
 def verify_streamed(
     targets: Iterable[Target],
     options: VerifyOptions,

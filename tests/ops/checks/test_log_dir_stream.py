@@ -24,7 +24,7 @@ from kdump.model import listing as listing_module
 from kdump.model.log_dir import discover
 from kdump.model.partition import PartitionDir
 from kdump.ops.checks import log_dir_stream
-from kdump.ops.checks.log_dir_stream import verify_streamed
+from kdump.ops.checks.log_dir_stream import streamed_partitions, verify_streamed
 from kdump.ops.checks.verify import PartitionReport, VerifyOptions, verify_targets
 from kdump.scan import held
 
@@ -154,3 +154,23 @@ def test_only_the_partition_being_checked_is_alive(tmp_path: Path, monkeypatch: 
             alive.append(sum(isinstance(o, PartitionDir) for o in gc.get_objects()))
     assert len(alive) == 6
     assert max(alive) <= 2, alive
+
+
+def test_a_streamed_log_dir_reports_progress_a_partition_at_a_time(
+    odd_log_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The progress of a streamed log dir comes one call per partition checked, and
+    `streamed_partitions` gives their number from the listing alone (a bar counted in bytes would
+    list and `stat` every partition first); anything checked otherwise has no such count."""
+    target = discover(str(odd_log_dir), lazy=True)
+    assert target.entries is not None
+    assert streamed_partitions([target]) == len(target.entries.names)
+    calls: list[int] = []
+    reports = list(verify_streamed([target], VerifyOptions(jobs=1), calls.append))
+    checked = [r for r in reports[:-1] if r.kind == "partition"]
+    assert len(calls) == len(checked)
+    assert calls == [r.log_bytes for r in checked]
+    assert len(calls) <= len(target.entries.names)
+    assert streamed_partitions([discover(str(odd_log_dir / "orders-1"))]) is None
+    monkeypatch.setattr(log_dir_stream, "STREAM_MIN", 10**9)
+    assert streamed_partitions([target]) is None
