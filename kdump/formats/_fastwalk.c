@@ -325,6 +325,7 @@ static long long now_ns(void) {
 #define MADV_POPULATE_READ 22 /* Linux 5.14; built against older headers, an older kernel says EINVAL */
 #endif
 #define POPULATE_STEP (256 << 10)
+#define MEET_UNKNOWN (-2) /* the helper has not said yet */
 #define MEET_NONE (-1)
 #define MEET_POPULATE (-3) /* small batches through the mapping: the helper maps pages ahead */
 
@@ -350,7 +351,7 @@ typedef struct {
     long long prev_last, prev_epoch; /* the calling thread's state at the window's start */
     Py_ssize_t max_batches;
     uint8_t *release_lo, *release_hi; /* the pages to hand back first (see release_pages) */
-    Py_ssize_t meet;                  /* atomic: -2 not known yet, -1 none, else where the helper starts */
+    Py_ssize_t meet;                  /* atomic: MEET_UNKNOWN, MEET_NONE, or where the helper starts */
     Py_ssize_t hopped;                /* how far the helper's hops went (MEET_POPULATE: it maps from there) */
     int over;                         /* atomic: the calling thread no longer wants the helper's batches */
     walk_run run;                     /* the helper's batches */
@@ -481,6 +482,20 @@ static inline Py_ssize_t framed_size(reader *rd, const walk_bounds *b, Py_ssize_
     return size;
 }
 
+/* The walk's checks of a framed batch's header but its link to the batch before (its base offset)
+ * and its checksum: its last offset computable and, with the file name's offset, at most 2^31-1
+ * past it; a record count within its offsets; a leader epoch not below prev_epoch; a defined codec.
+ * *last its last offset. */
+static inline int header_holds(const walk_bounds *b, const uint8_t *e, long long prev_epoch, int64_t *last) {
+    int64_t base = be64(e);
+    int32_t delta = be32(e + 23), count = be32(e + 57), epoch = be32(e + 12);
+    if (__builtin_add_overflow(base, (int64_t)delta, last)) return 0;
+    if (b->has_base &&
+        (__builtin_sub_overflow(*last, b->base_offset, &(int64_t){0}) || *last - b->base_offset > MAX_RELATIVE_OFFSET))
+        return 0;
+    return count >= 0 && (int64_t)count <= (int64_t)delta + 1 && epoch >= prev_epoch && (be16(e + 21) & 0x07) <= 4;
+}
+
 /* The checksum of the batch at pos (size bytes, its header at e) matches the one it says. */
 static inline int checksum_holds(reader *rd, const walk_bounds *b, Py_ssize_t pos, Py_ssize_t size, const uint8_t *e) {
     uint32_t stored = (uint32_t)be32(e + 17), crc;
@@ -518,23 +533,13 @@ static int walk_batches(reader *rd, const walk_bounds *b, walk_run *r, Py_ssize_
         const uint8_t *e;
         Py_ssize_t size = framed_size(rd, b, pos, &e);
         if (size == 0) break;
-        int64_t base = be64(e);
-        int32_t epoch = be32(e + 12);
-        uint32_t crc = (uint32_t)be32(e + 17);
-        int16_t attributes = be16(e + 21);
-        int32_t delta = be32(e + 23);
-        int32_t count = be32(e + 57);
-        int64_t last;
-        if (__builtin_add_overflow(base, (int64_t)delta, &last)) break;
+        int64_t base = be64(e), last;
         /* The fast condition of the scanner (else it runs its full offset checks). */
         if (linked && (prev_last == INT64_MAX || base != prev_last + 1)) break;
         linked = 1;
-        if (b->has_base && (__builtin_sub_overflow(last, b->base_offset, &(int64_t){0}) ||
-                            last - b->base_offset > MAX_RELATIVE_OFFSET))
-            break;
-        if (count < 0 || (int64_t)count > (int64_t)delta + 1) break;
-        if (epoch < prev_epoch) break;
-        if ((attributes & 0x07) > 4) break;
+        if (!header_holds(b, e, prev_epoch, &last)) break;
+        int32_t epoch = be32(e + 12), count = be32(e + 57);
+        int16_t attributes = be16(e + 21);
         if (n == r->cap) {
             Py_ssize_t ncap = r->cap ? r->cap * 2 : 256;
             int64_t *nr = PyMem_RawRealloc(r->rows, (size_t)ncap * N_COLUMNS * sizeof(int64_t));
@@ -549,7 +554,7 @@ static int walk_batches(reader *rd, const walk_bounds *b, walk_run *r, Py_ssize_
         row[C_LAST_OFFSET] = last;
         row[C_COUNT] = count;
         row[C_SIZE] = size;
-        row[C_CRC] = crc;
+        row[C_CRC] = (uint32_t)be32(e + 17);
         row[C_ATTRIBUTES] = attributes;
         row[C_BASE_TIMESTAMP] = be64(e + 27);
         row[C_MAX_TIMESTAMP] = be64(e + 35);
@@ -583,16 +588,9 @@ static int walk_batches(reader *rd, const walk_bounds *b, walk_run *r, Py_ssize_
 static int passes_at(reader *rd, const walk_bounds *b, Py_ssize_t pos, long long prev_last, long long prev_epoch,
                      Py_ssize_t *budget) {
     const uint8_t *e;
+    int64_t last;
     Py_ssize_t size = framed_size(rd, b, pos, &e);
-    if (size == 0) return 0;
-    int64_t base = be64(e), last;
-    int32_t delta = be32(e + 23), count = be32(e + 57), epoch = be32(e + 12);
-    if (base <= prev_last || __builtin_add_overflow(base, (int64_t)delta, &last)) return 0;
-    if (b->has_base &&
-        (__builtin_sub_overflow(last, b->base_offset, &(int64_t){0}) || last - b->base_offset > MAX_RELATIVE_OFFSET))
-        return 0;
-    if (count < 0 || (int64_t)count > (int64_t)delta + 1 || epoch < prev_epoch || (be16(e + 21) & 0x07) > 4)
-        return 0;
+    if (size == 0 || be64(e) <= prev_last || !header_holds(b, e, prev_epoch, &last)) return 0;
     *budget -= size;
     return *budget >= 0 && checksum_holds(rd, b, pos, size, e);
 }
@@ -608,7 +606,7 @@ static Py_ssize_t find_split(split_job *job, reader *rd) {
     for (int hops = 0; hops < SPLIT_HOPS && p < job->mid; hops++) {
         const uint8_t *e;
         Py_ssize_t size = framed_size(&peek, b, p, &e);
-        if (size == 0) return -1; /* the calling thread stops before the middle */
+        if (size == 0) return MEET_NONE; /* the calling thread stops before the middle */
         p += size;
     }
     if (p >= job->mid) return p < job->stop ? p : MEET_NONE;
@@ -622,16 +620,16 @@ static Py_ssize_t find_split(split_job *job, reader *rd) {
     Py_ssize_t last_start = b->limit - V2_HEADER_SIZE < job->stop - 1 ? b->limit - V2_HEADER_SIZE : job->stop - 1;
     Py_ssize_t budget = job->stop - job->mid;
     for (Py_ssize_t q = job->mid; q <= last_start; q++) {
-        if ((q & (SPLIT_SCAN_STEP - 1)) == 0 && __atomic_load_n(&job->over, __ATOMIC_RELAXED)) return -1;
+        if ((q & (SPLIT_SCAN_STEP - 1)) == 0 && __atomic_load_n(&job->over, __ATOMIC_RELAXED)) return MEET_NONE;
         Py_ssize_t avail;
         const uint8_t *e = bytes_at(rd, b, q, V2_HEADER_SIZE, &avail);
-        if (e == NULL) return -1;
+        if (e == NULL) return MEET_NONE;
         if (e[16] != 2) continue;
-        if (__atomic_load_n(&job->over, __ATOMIC_RELAXED)) return -1;
+        if (__atomic_load_n(&job->over, __ATOMIC_RELAXED)) return MEET_NONE;
         if (passes_at(rd, b, q, job->prev_last, job->prev_epoch, &budget)) return q;
-        if (budget < 0) return -1;
+        if (budget < 0) return MEET_NONE;
     }
-    return -1;
+    return MEET_NONE;
 }
 
 /* The window's pages from `from` on, mapped ahead of the walk until it is over. An error (a file cut
@@ -813,7 +811,7 @@ static PyObject *walk_v2(PyObject *self, PyObject *args, PyObject *kwargs) {
             job.max_batches = max_batches;
             job.release_lo = release_lo;
             job.release_hi = release_hi;
-            job.meet = -2;
+            job.meet = MEET_UNKNOWN;
             job.run.max_ts = INT64_MIN;
             helped = pthread_create(&helper, NULL, split_thread, &job) == 0;
         }
