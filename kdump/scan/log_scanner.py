@@ -151,7 +151,7 @@ def scan_log(
     # walk reads a mapped local file's large batches through its descriptor (`mapped_fd`), not its
     # pages, in larger windows; its small ones through the mapping (decided run by run).
     release, mapped = (evict, mapped_fd(buf)) if isinstance(evict, MapEvicter) else (None, -1)
-    fd, window = mapped, (READ_WINDOW if mapped >= 0 else EVICT_EVERY)
+    large = True  # the last run's batches averaged LARGE_BATCH or more (none yet)
 
     def tally(f: Finding) -> Finding:
         counts[f.severity] += 1
@@ -177,6 +177,8 @@ def scan_log(
                 release_from = release.done
             walk_prev = prev_last if prev_last is not None else first_prev
             assert walk_prev is not None
+            fd = mapped if large else -1
+            window = READ_WINDOW if fd >= 0 else EVICT_EVERY
             walked = walk(
                 buf, pos, end, limit, pos + window, walk_prev, prev_epoch, base_offset, release_from, fd
             )
@@ -185,12 +187,7 @@ def scan_log(
                 if release is not None and release_from >= 0:
                     release.passed(pos)
                 run, (prev_last, prev_epoch) = walked
-                if mapped >= 0:
-                    fd, window = (
-                        (mapped, READ_WINDOW)
-                        if run.end - run.start >= LARGE_BATCH * run.n
-                        else (-1, EVICT_EVERY)
-                    )
+                large = run.end - run.start >= LARGE_BATCH * run.n
                 batch_count += run.n
                 if valid_end is None:
                     valid_batch_count += run.n

@@ -60,6 +60,13 @@ CHUNK = 128
 Outcome = PartitionReport | Finding
 
 
+def _streamed(target: Target) -> int:
+    """How many partitions `verify_streamed` checks of this target one by one as it lists them (a
+    lazily listed log dir of STREAM_MIN partitions or more); 0 when it plans the target whole."""
+    count = len(target.entries.names) if target.entries is not None else 0
+    return count if count >= STREAM_MIN else 0
+
+
 def streamed_partitions(targets: Iterable[Target]) -> int | None:
     """The partitions `verify_streamed` checks of these targets, when every one is a lazily listed
     log dir streamed partition by partition (its progress then comes one call per partition); None
@@ -68,9 +75,10 @@ def streamed_partitions(targets: Iterable[Target]) -> int | None:
     for target in expand(list(targets)):
         if target.kind == "log-dirs":
             continue  # its log dirs are in the list; it reports no progress of its own
-        if target.entries is None or len(target.entries.names) < STREAM_MIN:
+        streamed = _streamed(target)
+        if not streamed:
             return None
-        total += len(target.entries.names)
+        total += streamed
     return total
 
 
@@ -94,7 +102,7 @@ def verify_streamed(
     dirs: set[Path] = set()
     rollups: dict[Path, PartitionReport] = {}
     for target in every:
-        if target.entries is None or len(target.entries.names) < STREAM_MIN:
+        if not _streamed(target):
             if target.kind == "log-dirs":
                 # Its partitions are its log dirs', each reported once already: its roll-up is left.
                 plans: Plan = [] if target.path.resolve() in dirs else [(target, [])]
